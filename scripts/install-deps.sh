@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attain builds against; skips what is present.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ make pkg-config
+      libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+      libopenblas-dev libblis-dev libdnnl-dev libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null; then
+  echo "install-deps: missing ${missing[*]} and no apt-get here; install them by hand" >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

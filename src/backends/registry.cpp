@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+
+#include "attain/backend.hpp"
+#include "backends/backends.hpp"
+
+namespace attain {
+
+const std::vector<BackendInfo>& backend_registry() {
+  static const std::vector<BackendInfo> list = {
+#ifdef ATTAIN_HAVE_ATTAIN_BACKEND
+      {"attain", "attain's own CPU kernels (BLIS-style GEMM engine)", backends::make_attain},
+#endif
+      {"openblas", "OpenBLAS cblas_sgemm, loaded at run time (fp32 only)", backends::make_openblas},
+#ifdef ATTAIN_HAVE_BLIS_HEADERS
+      {"blis", "BLIS typed API (bli_sgemm), loaded at run time (fp32 only)", backends::make_blis},
+#endif
+#ifdef ATTAIN_HAVE_ONEDNN
+      {"onednn", "oneDNN matmul primitive", backends::make_onednn},
+#endif
+      {"reference", "straightforward loops in fp64; what every backend is verified against",
+       backends::make_reference},
+  };
+  return list;
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view name) {
+  std::string known;
+  for (const auto& b : backend_registry()) {
+    if (b.name == name) {
+      std::string why;
+      auto be = b.make(&why);
+      if (!be) throw InputError(fmt::format("backend '{}' cannot run here: {}", name, why));
+      return be;
+    }
+    known += (known.empty() ? "" : ", ") + b.name;
+  }
+  throw InputError(fmt::format("unknown backend '{}' (known: {})", name, known));
+}
+
+}  // namespace attain
