@@ -1,0 +1,63 @@
+// Model configs (Hugging Face config.json) -> the matrix ops of a forward pass; suites.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attain/op.hpp"
+
+namespace attain {
+
+struct ModelConfig {
+  std::string name;        // file stem, e.g. "deepseek-v3"
+  std::string model_type;  // llama, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, deepseek_v3
+  std::int64_t hidden = 0, intermediate = 0, layers = 0, vocab = 0;
+  std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  // MoE (experts == 0 for dense models)
+  std::int64_t experts = 0, experts_per_tok = 0, shared_experts = 0, expert_intermediate = 0;
+  std::int64_t first_k_dense = 0;             // deepseek_v3: first layers are dense
+  std::vector<std::int64_t> mlp_only_layers;  // qwen3_moe: layers with a dense MLP
+  std::int64_t n_group = 1, topk_group = 1;   // deepseek_v3 group-limited routing
+  double routed_scaling_factor = 1.0;
+  std::string scoring_func = "softmax";       // "sigmoid" for deepseek_v3
+  // MLA (deepseek_v3)
+  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  bool fp8_weights = false;  // quantization_config.quant_method == "fp8"
+
+  bool is_moe() const { return experts > 0; }
+  bool is_mla() const { return model_type == "deepseek_v3"; }
+  bool layer_is_dense(std::int64_t layer) const;  // dense MLP instead of MoE at this layer
+  std::int64_t dense_layers() const;
+  double params() const;         // total parameters (weights of all matrix ops + embeddings)
+  double active_params() const;  // parameters touched per token (top-k experts only)
+};
+
+// Throws InputError naming the file and the field (unknown model_type, missing or bad field).
+ModelConfig parse_model_config(std::string_view json_text, std::string_view name);
+ModelConfig load_model_config(const std::filesystem::path& file);
+
+// The bundled configs (data/models/*.json), by stem name.
+std::filesystem::path data_dir();
+std::vector<std::string> bundled_models();
+ModelConfig load_bundled_model(std::string_view name);  // accepts a stem or a path
+
+struct PassSpec {
+  std::string phase;          // "prefill" or "decode"
+  std::int64_t tokens = 0;    // prefill: tokens of one sequence; decode: batch size
+  std::int64_t context = 0;   // decode: context length; prefill: = tokens
+  DType dtype = DType::bf16;
+};
+
+// The ops of one forward pass, unique by spec, each with its provenance and the count of
+// how often it occurs in the pass.
+std::vector<CatalogOp> model_ops(const ModelConfig& cfg, const PassSpec& pass);
+
+// Named suites: "llm-1055" (exactly 1,055 unique ops) and "quick" (~60 ops, every kind,
+// phase and dtype). Throws InputError for an unknown name.
+std::vector<CatalogOp> suite(std::string_view name);
+std::vector<std::string> suite_names();
+
+}  // namespace attain

@@ -1,0 +1,64 @@
+// Device database (data/devices/*.json) and this host's measured ceilings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attain/op.hpp"
+
+namespace attain {
+
+struct DeviceSpec {
+  std::string id, name, vendor, kind;          // kind: "gpu", "npu", "cpu"
+  std::map<std::string, double> peak_tflops;   // dense, by dtype name: bf16, fp8, fp4, fp32
+  double mem_bandwidth_gbps = 0;               // HBM / DRAM
+  double mem_capacity_gb = 0;
+  double interconnect_gbps = 0;                // per chip, one direction, scale-up link
+  std::string interconnect;                    // e.g. "NVLink 4"
+  double tdp_w = 0;
+  std::map<std::string, std::string> sources; // field -> where the number comes from
+  double peak(DType dt) const;                 // 0 if the device does not list it
+};
+
+std::vector<DeviceSpec> load_devices();              // every file in data/devices
+DeviceSpec load_device(std::string_view id);         // throws InputError (lists known ids)
+DeviceSpec parse_device(std::string_view json_text, std::string_view origin);
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false, avx512_bf16 = false,
+       amx = false;
+};
+
+struct HostCeilings {
+  std::string cpu_model;
+  int cores = 1;            // logical CPUs available to this process
+  CpuFeatures isa;
+  std::int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  double fma_gflops_1t = 0, fma_gflops_all = 0;  // fp32 FMA peak
+  double read_gbps_1t = 0, read_gbps_all = 0;    // streaming read
+  double copy_gbps_1t = 0, copy_gbps_all = 0;    // read + write counted
+  std::string measured_at;                       // ISO date
+};
+
+CpuFeatures detect_cpu_features();
+std::string cpu_model_name();
+// Measured ceilings, cached in $XDG_CACHE_HOME/attain/probe.json (keyed by CPU model and
+// core count); refresh re-measures. `progress` prints what is being measured to stderr.
+HostCeilings probe_host(bool refresh = false, bool progress = false);
+
+// The roofline an op is judged against.
+struct Roofline {
+  double peak_tflops = 0;  // compute ceiling for the op's dtype
+  double bw_gbps = 0;      // memory ceiling
+  std::string source;      // "probe (2 threads)", "device h200 datasheet", ...
+  double attainable_tflops(const Op& op) const;
+};
+// Host roofline for `threads` threads: compute in fp32 FMA (no native bf16/fp8 here),
+// bandwidth = streaming read, interpolated between 1 and all threads.
+Roofline host_roofline(const HostCeilings& c, int threads);
+Roofline device_roofline(const DeviceSpec& d, DType dt);
+
+}  // namespace attain
