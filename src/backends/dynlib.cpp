@@ -37,6 +37,13 @@ std::map<std::string, std::unique_ptr<DynLib>>& registry() {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer (GCC 12) crashes at exit ("Tracer caught signal 11") when it scans the
+// dynamic TLS of OpenMP workers that ran code of a dlopen()ed library (BLIS with 2 threads).
+// Not scanning thread-local storage avoids that; heap and stack roots are still scanned.
+extern "C" const char* __lsan_default_options() { return "use_tls=0"; }
+#endif
+
 const char* DynLib::isolation() {
   return kDeepBind ? "RTLD_LOCAL|RTLD_DEEPBIND" : "RTLD_LOCAL (no DEEPBIND under AddressSanitizer)";
 }
