@@ -121,6 +121,10 @@ void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0,
                   float* dst, float* tmp) {
   const int MR = pr.fam->mr;
   const Params& p = *pr.p;
+  if (p.trans_a == Trans::N && p.a_type == DType::f32) {  // no conversion: interleave in place
+    pr.fam->interleave(reinterpret_cast<const float*>(a_at(pr, i0, p0)), pr.lda, rows, kc, MR, dst);
+    return;
+  }
   if (p.trans_a == Trans::N) {
     for (int r = 0; r < rows; ++r)
       convert_k_run(
@@ -148,6 +152,10 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
                   float* dst, float* tmp) {
   const int NR = pr.fam->nr;
   const Params& p = *pr.p;
+  if (p.trans_b == Trans::T && p.b_type == DType::f32) {
+    pr.fam->interleave(reinterpret_cast<const float*>(b_at(pr, p0, j0)), pr.ldb, cols, kc, NR, dst);
+    return;
+  }
   if (p.trans_b == Trans::T) {
     for (int c = 0; c < cols; ++c)
       convert_k_run(

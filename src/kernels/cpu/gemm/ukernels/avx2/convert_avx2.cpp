@@ -45,8 +45,26 @@ void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k
     for (std::int64_t p = kv; p < k; ++p)
       for (int r = r0; r < r0 + 8; ++r) dst[p * R + r] = src[r * ld + p];
   }
+  // A block of 4 rows by 4x4 transposes (the 6- and 12-row A panels end with one).
+  int done = full;
+  if (rows - full >= 4) {
+    const float* s0 = src + full * ld;
+    const std::int64_t k4 = k - k % 4;
+    for (std::int64_t p = 0; p < k4; p += 4) {
+      __m128 r0 = _mm_loadu_ps(s0 + p), r1 = _mm_loadu_ps(s0 + ld + p);
+      __m128 r2 = _mm_loadu_ps(s0 + 2 * ld + p), r3 = _mm_loadu_ps(s0 + 3 * ld + p);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(dst + p * R + full, r0);
+      _mm_storeu_ps(dst + (p + 1) * R + full, r1);
+      _mm_storeu_ps(dst + (p + 2) * R + full, r2);
+      _mm_storeu_ps(dst + (p + 3) * R + full, r3);
+    }
+    for (std::int64_t p = k4; p < k; ++p)
+      for (int r = full; r < full + 4; ++r) dst[p * R + r] = src[r * ld + p];
+    done = full + 4;
+  }
   for (std::int64_t p = 0; p < k; ++p) {
-    for (int r = full; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
+    for (int r = done; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
     for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
   }
 }
