@@ -459,7 +459,8 @@ Schedule resolve(const Params& p) {
   if (s.path == Path::automatic) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
-    s.path = (p.trans_b == Trans::T && p.m <= b.decode_max_m) ? Path::decode : Path::packed;
+    const int max_m = p.b_type == DType::f32 ? b.decode_max_m_f32 : b.decode_max_m_lowp;
+    s.path = (p.trans_b == Trans::T && p.m <= max_m) ? Path::decode : Path::packed;
   }
   if (s.mc == 0) s.mc = b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));

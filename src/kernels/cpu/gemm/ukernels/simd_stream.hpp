@@ -93,6 +93,15 @@ struct Stream {
   static constexpr int NB = kDecodeRows;
   static constexpr int MB = S::kDecodeMB;
 
+  // The tile the pipeline fetches while this one computes: its W rows and first K index.
+  // block() spreads the prefetches over its own loop (one per row per step), so the loads of
+  // tile t+S-1 are in flight while tile t computes, without a burst that fills the queues.
+  struct Ahead {
+    const char* rows[NB] = {};
+    int nb = 0;
+    std::int64_t k0 = 0;
+  };
+
   template <DType T>
   static constexpr std::int64_t esize() {
     return T == DType::f32 ? 4 : (T == DType::fp8 ? 1 : 2);
@@ -103,7 +112,8 @@ struct Stream {
   // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
   template <DType T, int MBc, int NBc, bool kFromBuf>
   static void block(const DecodeArgs& g, std::int64_t i0, std::int64_t j0, std::int64_t k0,
-                    std::int64_t k1, V* accbuf, const float* wbuf, std::int64_t ldb) {
+                    std::int64_t k1, V* accbuf, const float* wbuf, std::int64_t ldb,
+                    const Ahead* ahead) {
     V acc[MBc][NBc];
     for (int i = 0; i < MBc; ++i)
       for (int j = 0; j < NBc; ++j) acc[i][j] = accbuf[(i0 + i) * NB + j];
@@ -123,6 +133,9 @@ struct Stream {
           sc[j] =
               S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
       for (std::int64_t p = b0; p < b1; p += L) {
+        if (ahead != nullptr)
+          for (int j = 0; j < ahead->nb; ++j)
+            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
         V w[NBc];
 #pragma GCC unroll 4
         for (int j = 0; j < NBc; ++j) {
@@ -148,20 +161,22 @@ struct Stream {
 
   template <DType T, int NBc, bool kFromBuf>
   static void rows_of_a(const DecodeArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t k1,
-                        V* accbuf, const float* wbuf, std::int64_t ldb) {
+                        V* accbuf, const float* wbuf, std::int64_t ldb, const Ahead* ahead) {
     std::int64_t i0 = 0;
+    // Only the first block of A rows issues the prefetches (the others re-read W from L1).
     for (; i0 + MB <= g.m; i0 += MB)
-      block<T, MB, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb);
+      block<T, MB, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, i0 == 0 ? ahead : nullptr);
+    if (i0 > 0) ahead = nullptr;
     switch (g.m - i0) {
       case 1:
-        return block<T, 1, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb);
+        return block<T, 1, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
       case 2:
         if constexpr (MB > 2)
-          return block<T, 2, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb);
+          return block<T, 2, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
         return;
       case 3:
         if constexpr (MB > 3)
-          return block<T, 3, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb);
+          return block<T, 3, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
         return;
       default:
         return;
@@ -171,31 +186,46 @@ struct Stream {
   // One k tile [k0,k1) (multiple of L) of W rows j0..j0+nb.
   template <DType T>
   static void tile(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t k0, std::int64_t k1,
-                   V* accbuf) {
-    const bool convert_once = T != DType::f32 && g.m > MB;
+                   V* accbuf, const Ahead* ahead) {
+    // fp8 and fp16 cost several operations per vector to convert: with more than one block of A
+    // rows, convert each W tile once into scratch (fp32) and let every row block reuse it.
+    // bf16 (one shift) is converted again per row block, straight from the loaded registers.
+    const bool convert_once = (T == DType::fp8 || T == DType::f16) && g.m > MB;
     if (!convert_once) {
-      if (nb == NB) return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0);
+      if (nb == NB) return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0, ahead);
       for (int j = 0; j < nb; ++j)
-        rows_of_a<T, 1, false>(g, j0 + j, k0, k1, accbuf + j, nullptr, 0);
+        rows_of_a<T, 1, false>(g, j0 + j, k0, k1, accbuf + j, nullptr, 0, j == 0 ? ahead : nullptr);
       return;
     }
     // Many rows of A: convert the W tile once into L1 (fp32) and reuse it for every row block.
+    // The rows are converted side by side (L values of each in turn) so their memory streams
+    // are in flight together.
     const std::int64_t ldb = g.k_tile;
-    for (int j = 0; j < nb; ++j) {
-      const std::byte* row = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
-      for (std::int64_t b0 = k0; b0 < k1;) {
-        const std::int64_t b1 = std::min(k1, (b0 / kFp8Block + 1) * kFp8Block);
-        const float scale = T == DType::fp8
-                                ? g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]
-                                : 1.0f;
-        convert_typed<T>(row + b0 * esize<T>(), b1 - b0, scale, g.e4m3,
-                         g.scratch + j * ldb + (b0 - k0));
-        b0 = b1;
-      }
-    }
-    if (nb == NB) return rows_of_a<T, NB, true>(g, j0, k0, k1, accbuf, g.scratch, ldb);
+    const std::byte* rows[NB];
     for (int j = 0; j < nb; ++j)
-      rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb);
+      rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
+    for (std::int64_t b0 = k0; b0 < k1;) {
+      const std::int64_t b1 = T == DType::fp8 ? std::min(k1, (b0 / kFp8Block + 1) * kFp8Block) : k1;
+      V sc[NB];
+      if constexpr (T == DType::fp8)
+        for (int j = 0; j < nb; ++j)
+          sc[j] =
+              S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
+      for (std::int64_t p = b0; p < b1; p += L) {
+        if (ahead != nullptr)
+          for (int j = 0; j < ahead->nb; ++j)
+            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
+        for (int j = 0; j < nb; ++j) {
+          V v = vec<T>(rows[j], p);
+          if constexpr (T == DType::fp8) v = S::mul(v, sc[j]);
+          S::store(g.scratch + j * ldb + (p - k0), v);
+        }
+      }
+      b0 = b1;
+    }
+    if (nb == NB) return rows_of_a<T, NB, true>(g, j0, k0, k1, accbuf, g.scratch, ldb, nullptr);
+    for (int j = 0; j < nb; ++j)
+      rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb, nullptr);
   }
 
   template <DType T>
@@ -230,19 +260,17 @@ struct Stream {
       }
       return;
     }
-    // Tiles: (row group, k tile) in order; the pipeline prefetches tile t+S-1's W bytes
-    // while tile t computes.
+    // Tiles: (row group, k tile) in order. The pipeline's load(t+S-1) names the tile to fetch
+    // ahead; compute(t) issues its prefetches while it streams tile t.
+    Ahead ahead;
+    bool have_ahead = false;
     auto load = [&](std::int64_t t, int) {
-      if (g.stages <= 1) return;
-      const std::int64_t grp = t / ktiles, kk = t % ktiles;
-      const std::int64_t j0 = g.n0 + grp * NB, k0 = kk * g.k_tile;
-      const std::int64_t k1 = std::min(kv, k0 + g.k_tile);
-      const int nb = group_rows(grp);
-      for (int j = 0; j < nb; ++j) {
-        const auto* row = static_cast<const char*>(g.w) + (j0 + j) * g.ldw * esize<T>();
-        for (std::int64_t off = k0 * esize<T>(); off < k1 * esize<T>(); off += 64)
-          __builtin_prefetch(row + off, 0, 3);
-      }
+      have_ahead = g.stages > 1;
+      const std::int64_t grp = t / ktiles;
+      ahead.nb = group_rows(grp);
+      ahead.k0 = (t % ktiles) * g.k_tile;
+      for (int j = 0; j < ahead.nb; ++j)
+        ahead.rows[j] = static_cast<const char*>(g.w) + (g.n0 + grp * NB + j) * g.ldw * esize<T>();
     };
     auto compute = [&](std::int64_t t, int) {
       const std::int64_t grp = t / ktiles, kk = t % ktiles;
@@ -250,7 +278,9 @@ struct Stream {
       const int nb = group_rows(grp);
       if (kk == 0)
         for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
-      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf);
+      // The last S-1 tiles have nothing further to fetch.
+      const bool pf = have_ahead && t + g.stages - 1 < groups * ktiles;
+      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr);
       if (kk == ktiles - 1) finish<T>(g, j0, nb, kv, accbuf);
     };
     tile::run_pipeline(groups * ktiles, g.stages, load, compute);

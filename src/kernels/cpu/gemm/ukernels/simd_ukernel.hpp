@@ -49,9 +49,13 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   };
 
   std::int64_t p = 0;
+  // A streams from L2: prefetch every line of the A panel kPfA k-steps ahead (B stays in L1).
+  constexpr int kPfA = 12;
+  constexpr int kABytes = 4 * MR * 4;  // A bytes per unrolled iteration
   for (; p + 4 <= k; p += 4) {
-    __builtin_prefetch(b + 16 * NR, 0, 3);
-    __builtin_prefetch(a + 16 * MR, 0, 3);
+#pragma GCC unroll 4
+    for (int l = 0; l < kABytes; l += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(a + kPfA * MR) + l, 0, 3);
     step(a, b);
     step(a + MR, b + NR);
     step(a + 2 * MR, b + 2 * NR);
