@@ -1,0 +1,99 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "attain/bench.hpp"
+
+namespace attain {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reading a buffer twice the LLC's size evicts whatever the last run left in cache.
+// Reads, not writes: the flush buffer's own lines stay clean and leave silently.
+class LlcFlusher {
+ public:
+  explicit LlcFlusher(std::int64_t llc_bytes)
+      : n_(static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) * 2 / sizeof(std::uint64_t)),
+        buf_(new std::uint64_t[n_]) {
+    for (std::size_t i = 0; i < n_; ++i) buf_[i] = i;  // touch: no shared zero page
+  }
+  void flush() {
+    std::uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
+    for (std::size_t i = 0; i + 4 <= n_; i += 4) {
+      acc0 += buf_[i], acc1 += buf_[i + 1], acc2 += buf_[i + 2], acc3 += buf_[i + 3];
+    }
+    sink_ = acc0 + acc1 + acc2 + acc3;
+  }
+
+ private:
+  std::size_t n_;
+  std::unique_ptr<std::uint64_t[]> buf_;
+  volatile std::uint64_t sink_ = 0;
+};
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg) {
+  if (cfg.hot || bytes_per_set == 0) return 1;
+  const double need = 2.0 * static_cast<double>(cfg.llc_bytes);
+  const double sets = std::ceil(need / static_cast<double>(bytes_per_set));
+  // Beyond 16 sets the rotation stays in cache anyway for tiny ops; they are flushed instead.
+  return static_cast<int>(std::clamp(sets, 1.0, 16.0));
+}
+
+Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set, const TimingConfig& cfg) {
+  Timing t;
+  if (kernels.empty()) return t;
+  const bool flush = !cfg.hot && static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
+                                      2.0 * static_cast<double>(cfg.llc_bytes);
+  std::unique_ptr<LlcFlusher> flusher;
+  if (flush) flusher = std::make_unique<LlcFlusher>(cfg.llc_bytes);
+
+  // Warm-up: every set once (page faults, thread-pool start, library init), untimed.
+  for (Kernel* k : kernels) k->run();
+  if (cfg.hot) kernels[0]->run();
+
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(std::min(cfg.max_reps, 4096)));
+  double timed = 0;
+  const auto wall0 = Clock::now();
+  const double wall_cap = 4 * cfg.max_seconds + 1.0;  // bounds flush overhead on tiny ops
+  for (std::size_t i = 0; static_cast<int>(times.size()) < cfg.max_reps; ++i) {
+    Kernel* k = cfg.hot ? kernels[0] : kernels[i % kernels.size()];
+    if (flusher) flusher->flush();
+    const auto t0 = Clock::now();
+    k->run();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    times.push_back(dt);
+    timed += dt;
+    const int reps = static_cast<int>(times.size());
+    if (reps < cfg.min_reps) continue;
+    if (timed >= cfg.max_seconds) break;
+    if (std::chrono::duration<double>(Clock::now() - wall0).count() >= wall_cap) break;
+    if (reps >= 10 && reps % 5 == 0) {
+      const double med = quantile(times, 0.5);
+      if ((quantile(times, 0.75) - quantile(times, 0.25)) / med < cfg.noise_target && timed >= cfg.max_seconds / 4)
+        break;
+    }
+  }
+  t.reps = static_cast<int>(times.size());
+  t.median_s = quantile(times, 0.5);
+  t.min_s = *std::min_element(times.begin(), times.end());
+  t.iqr_s = quantile(times, 0.75) - quantile(times, 0.25);
+  return t;
+}
+
+}  // namespace attain
