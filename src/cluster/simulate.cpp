@@ -234,13 +234,18 @@ RunResult simulate(const SimConfig& c, std::uint64_t seed) {
       next_fail = t + rng.exponential(total);
       recovery_end = t + fail(t, (s.done - s.kept) / pace);
     }
-    // Failures while recovering start the recovery over; planned work folds into the downtime.
+    // Failures while recovering start the recovery over.
     while (next_fail < recovery_end && next_fail < horizon) {
       t = next_fail;
       next_fail = t + rng.exponential(total);
       recovery_end = std::max(recovery_end, t + fail(t, 0));
     }
-    if (next_planned < recovery_end) next_planned = recovery_end + rng.exponential(planned_rate);
+    // Maintenance that falls in the downtime is done then: it counts, but costs nothing more.
+    while (next_planned < recovery_end && next_planned < horizon) {
+      r.planned += 1;
+      record(next_planned, true, "planned", 0, 0, false);
+      next_planned += rng.exponential(planned_rate);
+    }
     if (recovery_end >= horizon) {
       t = horizon;
       break;
@@ -248,6 +253,8 @@ RunResult simulate(const SimConfig& c, std::uint64_t seed) {
     t = recovery_end;
     t_run = recovery_end, pace = draw_pace();
   }
+  std::stable_sort(r.timeline.begin(), r.timeline.end(),
+                   [](const Interruption& a, const Interruption& b) { return a.t_h < b.t_h; });
   r.wall_h = t / 3600;
   // Downtime is whatever was neither kept compute, lost compute nor a checkpoint pause.
   const double down = std::max(0.0, t - useful - lost - paused);

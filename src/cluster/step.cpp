@@ -24,10 +24,6 @@ double ModelWork::forward_flops() const {
 
 namespace {
 
-bool splits_into(std::int64_t chips, int tp, int pp) {
-  return chips % (static_cast<std::int64_t>(tp) * pp) == 0;
-}
-
 double weights_per_chip(const ModelWork& w, int tp, int pp, int ep) {
   const double dense = w.params - w.expert_params;
   return dense / (tp * pp) + w.expert_params / (static_cast<double>(tp) * pp * std::max(ep, 1));
@@ -39,17 +35,13 @@ Parallelism choose_parallelism(const TrainingSetup& s) {
   Parallelism p = s.par;
   const bool moe = s.work.experts > 0;
   const int cpn = std::max(1, s.topo.chips_per_node);
-  if (p.tp <= 0) {
-    p.tp = moe ? 1 : std::min(8, cpn);
-    while (p.tp > 1 && s.chips % p.tp != 0) p.tp /= 2;
-  }
+  if (p.tp <= 0) p.tp = moe ? 1 : std::min(8, cpn);
   if (p.ep <= 0) p.ep = moe ? static_cast<int>(std::min<std::int64_t>(cpn, s.work.experts)) : 1;
   if (p.pp <= 0) {
     p.pp = 1;
     const double budget = 0.25 * s.chip.mem_gb * 1e9;  // bf16 weights + bf16 gradients
     if (budget > 0) {
-      while (4.0 * weights_per_chip(s.work, p.tp, p.pp, p.ep) > budget &&
-             2 * p.pp <= s.work.layers && splits_into(s.chips, p.tp, 2 * p.pp))
+      while (4.0 * weights_per_chip(s.work, p.tp, p.pp, p.ep) > budget && 2 * p.pp <= s.work.layers)
         p.pp *= 2;
     }
   }
@@ -77,8 +69,8 @@ StepBreakdown step_time(const TrainingSetup& s) {
   if (tp <= 0 || pp <= 0 || ep <= 0 || v <= 0) throw InputError("parallel sizes must be positive");
   const std::int64_t mp = static_cast<std::int64_t>(tp) * pp;
   if (s.chips % mp != 0)
-    throw InputError(
-        fmt::format("{} chips do not split into TP {} x PP {} groups", s.chips, tp, pp));
+    throw InputError(fmt::format("{} chips do not split into TP {} x PP {} groups (try {} chips)",
+                                 s.chips, tp, pp, std::max<std::int64_t>(mp, s.chips / mp * mp)));
   if (pp > s.work.layers)
     throw InputError(fmt::format("PP {} exceeds the {} layers", pp, s.work.layers));
   if (static_cast<std::int64_t>(pp) * v > s.work.layers)
