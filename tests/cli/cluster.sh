@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# attain cluster, end to end: $1 = the attain binary, $2 = the repository root.
+set -euo pipefail
+bin=$1
+root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The default scenario is Llama 3 405B pre-training (16,384 H100s, 54 days, table llama3).
+"$bin" cluster --runs 8 --seed 3 --json --out "$tmp/llama3.json" > "$tmp/stdout.json"
+cmp -s "$tmp/llama3.json" "$tmp/stdout.json" || fail "--out and stdout differ"
+python3 - "$tmp/llama3.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == "attain.cluster/1", j["schema"]
+i = j["interruptions"]
+assert abs(i["unexpected"] - 419) <= 0.1 * 419, i["unexpected"]
+assert abs(i["planned"] - 47) <= 0.25 * 47, i["planned"]
+assert set(i["by_cause"]) >= {"Faulty GPU", "GPU HBM3 Memory", "Software Bug", "Network Switch/Cable"}
+assert abs(sum(i["by_cause"].values()) - i["unexpected"]) < 1e-6
+assert 0.9 < j["ettr"] < 1, j["ettr"]
+assert 0 < j["goodput"] <= j["mfu"] < 1, (j["goodput"], j["mfu"])
+assert j["optimal_checkpoint_interval_min"] > 0
+lo, hi = j["stats"]["ettr"]["ci95"]
+assert lo <= j["ettr"] <= hi
+assert j["published"]["unexpected"] == 419 and j["published"]["planned"] == 47
+assert len(j["timeline"]) > 300 and all(a["t_h"] <= b["t_h"] for a, b in zip(j["timeline"], j["timeline"][1:]))
+assert j["step"]["tp"] == 8 and j["step"]["pp"] == 16 and j["step"]["dp"] == 128
+EOF
+
+# Text output names the published record and the by-cause table.
+"$bin" cluster --runs 2 > "$tmp/text.txt"
+grep -q "published 148" "$tmp/text.txt" || fail "text output lacks the published counts"
+grep -q "^ETTR" "$tmp/text.txt" || fail "text output lacks ETTR"
+
+# A token budget gives the wall time to train it; a fixed interval is used as given.
+"$bin" cluster --model llama-3.1-8b --chips 1024 --tokens 1e11 --failures meta-rsc1 --checkpoint sync \
+  --checkpoint-interval 30 --runs 4 --json --no-timeline > "$tmp/budget.json"
+python3 - "$tmp/budget.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["wall_days_to_budget"] > 0, j["wall_days_to_budget"]
+assert abs(j["checkpoint"]["interval_min"] - 30) < 1e-9
+assert "timeline" not in j
+assert abs(j["tokens"] - 1e11) / 1e11 < 0.01, j["tokens"]
+EOF
+
+# Same seed, same answer; a different seed, a different run.
+a=$("$bin" cluster --runs 3 --seed 5 --json --no-timeline --threads 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ettr"])')
+b=$("$bin" cluster --runs 3 --seed 5 --json --no-timeline | python3 -c 'import json,sys; print(json.load(sys.stdin)["ettr"])')
+[ "$a" = "$b" ] || fail "seeded runs differ: $a vs $b"
+
+# Sweep: goodput falls with scale; spares and Daly's interval buy some of it back.
+"$bin" cluster --sweep 1000,10000,100000 --days 20 --runs 3 --json > "$tmp/sweep.json"
+python3 - "$tmp/sweep.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == "attain.cluster-sweep/1"
+p = j["points"]
+assert [x["chips"] for x in p] == [896, 9984, 99968], [x["chips"] for x in p]
+g = [x["variants"]["daly_spares"]["goodput"] for x in p]
+assert g[0] > g[1] > g[2], g
+for x in p:
+    v = x["variants"]
+    assert v["daly_spares"]["ettr"] >= v["daly"]["ettr"] - 0.01
+assert p[2]["variants"]["daly_spares"]["ettr"] > p[2]["variants"]["fixed"]["ettr"] + 0.2
+EOF
+
+# Bad input: exit 2 with a clear message.
+expect_input_error() {
+  local msg=$1; shift
+  set +e
+  "$bin" cluster "$@" > /dev/null 2> "$tmp/err"
+  local rc=$?
+  set -e
+  [ $rc -eq 2 ] || fail "cluster $* exited $rc, expected 2"
+  grep -q "$msg" "$tmp/err" || fail "cluster $*: message lacks '$msg': $(cat "$tmp/err")"
+}
+expect_input_error "unknown failure table" --failures nosuch
+expect_input_error "do not split" --chips 1000 --pp 16
+expect_input_error "checkpoint" --checkpoint sometimes
+expect_input_error "checkpoint-interval" --checkpoint-interval soon
+expect_input_error "unknown model" --model nosuch
+expect_input_error "runs" --runs 0
+echo "cluster CLI: ok"
