@@ -345,3 +345,20 @@ TEST(ClusterReport, MegaScaleStrongScaling) {
     EXPECT_GT(b.step_s, 0);
   }
 }
+
+TEST(ClusterStep, EfficiencyFromMeasuredResults) {
+  const char* results = R"({"schema": "attain.results/1", "results": [
+    {"backend": "attain", "efficiency": 0.8, "verified": true},
+    {"backend": "attain", "efficiency": 0.2, "verified": true},
+    {"backend": "attain", "efficiency": 0.9, "verified": false},
+    {"backend": "attain", "status": "unsupported"},
+    {"backend": "openblas", "efficiency": 0.5, "verified": true}]})";
+  const MeasuredEfficiency all = efficiency_from_results(results, "r");
+  EXPECT_EQ(all.ops, 3);
+  EXPECT_NEAR(all.efficiency, std::cbrt(0.8 * 0.2 * 0.5), 1e-12);
+  const MeasuredEfficiency ours = efficiency_from_results(results, "r", "attain");
+  EXPECT_EQ(ours.ops, 2);
+  EXPECT_NEAR(ours.efficiency, 0.4, 1e-12);
+  EXPECT_THROW(efficiency_from_results(results, "r", "blis"), InputError);
+  EXPECT_THROW(efficiency_from_results("[]", "r"), InputError);
+}

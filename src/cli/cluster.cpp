@@ -27,6 +27,8 @@ struct Opts {
   std::int64_t chips = 16384, seq = 8192, batch = 2048;
   int tp = 0, pp = 0, ep = 0, micro_batch = 1, virtual_stages = 0;
   double efficiency = 0.7, overlap = 0.8;
+  std::string efficiency_from, efficiency_backend;
+  std::int64_t efficiency_ops = 0;  // results the efficiency came from (0: given)
   std::string allreduce = "best";
   bool recompute = false, unfused_attention = false;
   Topology topo;
@@ -170,41 +172,44 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
 }
 
 ojson inputs_json(const Opts& o, const TrainingSetup& s, const SimConfig& c) {
-  return {{"device", s.chip.id},
-          {"peak_tflops", s.chip.peak_tflops},
-          {"mem_bw_gbps", s.chip.mem_bw_gbps},
-          {"mem_gb", s.chip.mem_gb},
-          {"dtype", o.dtype},
-          {"model", s.work.name},
-          {"params", s.work.params},
-          {"active_params", s.work.active_params},
-          {"chips", s.chips},
-          {"chips_per_node", s.topo.chips_per_node},
-          {"intra_gbps", s.topo.intra_gbps > 0 ? s.topo.intra_gbps : s.chip.scaleup_gbps},
-          {"inter_gbps", s.topo.inter_gbps},
-          {"intra_latency_us", s.topo.intra_latency_us},
-          {"inter_latency_us", s.topo.inter_latency_us},
-          {"seq", s.work.seq},
-          {"global_batch", o.batch},
-          {"efficiency", s.efficiency},
-          {"overlap", s.overlap},
-          {"allreduce", o.allreduce},
-          {"recompute", s.recompute},
-          {"fused_attention", s.fused_attention},
-          {"days", o.days},
-          {"token_budget", o.tokens},
-          {"failures", c.failures.name},
-          {"checkpoint", checkpoint_name(c.checkpoint)},
-          {"checkpoint_state_bytes", c.state_bytes},
-          {"storage_gbps", c.storage_gbps},
-          {"checkpoint_overhead_s", c.checkpoint_overhead_s},
-          {"spare_nodes", c.spare_nodes},
-          {"repair_hours", c.repair_hours},
-          {"replace_min", c.replace_min},
-          {"straggler_fraction", c.straggler_fraction},
-          {"straggler_slowdown", c.straggler_slowdown},
-          {"runs", o.runs},
-          {"seed", o.seed}};
+  return {
+      {"device", s.chip.id},
+      {"peak_tflops", s.chip.peak_tflops},
+      {"mem_bw_gbps", s.chip.mem_bw_gbps},
+      {"mem_gb", s.chip.mem_gb},
+      {"dtype", o.dtype},
+      {"model", s.work.name},
+      {"params", s.work.params},
+      {"active_params", s.work.active_params},
+      {"chips", s.chips},
+      {"chips_per_node", s.topo.chips_per_node},
+      {"intra_gbps", s.topo.intra_gbps > 0 ? s.topo.intra_gbps : s.chip.scaleup_gbps},
+      {"inter_gbps", s.topo.inter_gbps},
+      {"intra_latency_us", s.topo.intra_latency_us},
+      {"inter_latency_us", s.topo.inter_latency_us},
+      {"seq", s.work.seq},
+      {"global_batch", o.batch},
+      {"efficiency", s.efficiency},
+      {"efficiency_from", o.efficiency_from.empty() ? ojson(nullptr) : ojson(o.efficiency_from)},
+      {"efficiency_ops", o.efficiency_ops},
+      {"overlap", s.overlap},
+      {"allreduce", o.allreduce},
+      {"recompute", s.recompute},
+      {"fused_attention", s.fused_attention},
+      {"days", o.days},
+      {"token_budget", o.tokens},
+      {"failures", c.failures.name},
+      {"checkpoint", checkpoint_name(c.checkpoint)},
+      {"checkpoint_state_bytes", c.state_bytes},
+      {"storage_gbps", c.storage_gbps},
+      {"checkpoint_overhead_s", c.checkpoint_overhead_s},
+      {"spare_nodes", c.spare_nodes},
+      {"repair_hours", c.repair_hours},
+      {"replace_min", c.replace_min},
+      {"straggler_fraction", c.straggler_fraction},
+      {"straggler_slowdown", c.straggler_slowdown},
+      {"runs", o.runs},
+      {"seed", o.seed}};
 }
 
 void emit(const ojson& j, const std::string& text, const Opts& o) {
@@ -325,8 +330,11 @@ int run_one(const Opts& o, const ModelWork& work, const FailureTable& ft) {
       "(overlap {:g})\n",
       b.tp_comm_s, b.ep_comm_s, b.pp_comm_s, b.dp_comm_s, s.overlap);
   t << fmt::format(
-      "            MFU {} (3 x forward FLOPs / (chips x peak x step); efficiency {:g})\n",
-      pct(b.mfu), s.efficiency);
+      "            MFU {} (3 x forward FLOPs / (chips x peak x step); efficiency {:.3g}{})\n",
+      pct(b.mfu), s.efficiency,
+      o.efficiency_ops > 0
+          ? fmt::format(", geometric mean of {} results in {}", o.efficiency_ops, o.efficiency_from)
+          : "");
   t << fmt::format(
       "checkpoint  {} of {:.2f} TB: pause {:.1f} s, durable {:.1f} s later, load {:.1f} s\n",
       checkpoint_name(c.checkpoint), c.state_bytes / 1e12, p.pause_s, p.persist_s, p.load_s);
@@ -464,6 +472,11 @@ const bool registered = add_command([](CLI::App& app) {
                   "interleaved pipeline chunks per rank (default min(4, layers/pp))");
   sub->add_option("--efficiency", o->efficiency,
                   "fraction of the roofline the kernels reach (default 0.7)");
+  sub->add_option(
+      "--efficiency-from", o->efficiency_from,
+      "take the efficiency from measured results (attain bench --out FILE): geometric mean");
+  sub->add_option("--efficiency-backend", o->efficiency_backend,
+                  "with --efficiency-from: only this backend");
   sub->add_option("--overlap", o->overlap,
                   "fraction of communication hidden under compute (default 0.8)");
   sub->add_option("--allreduce", o->allreduce, "ring, tree or best (default best)");
@@ -530,6 +543,15 @@ const bool registered = add_command([](CLI::App& app) {
       o->sweep = {1000, 2000, 5000, 10000, 20000, 50000, 100000};
     for (auto n : o->sweep)
       if (n <= 0) throw InputError("--sweep chip counts must be positive");
+    if (!o->efficiency_from.empty()) {
+      std::ifstream in(o->efficiency_from);
+      if (!in) throw InputError(fmt::format("cannot read {}", o->efficiency_from));
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const auto m = efficiency_from_results(ss.str(), o->efficiency_from, o->efficiency_backend);
+      o->efficiency = std::min(1.0, m.efficiency);
+      o->efficiency_ops = m.ops;
+    }
     const ModelConfig cfg = load_bundled_model(o->model);
     const ModelWork work = model_work(cfg, o->seq, parse_dt(o->dtype));
     const FailureTable ft = load_failure_table(o->failures);

@@ -67,6 +67,20 @@ for x in p:
 assert p[2]["variants"]["daly_spares"]["ettr"] > p[2]["variants"]["fixed"]["ettr"] + 0.2
 EOF
 
+# The efficiency can come from measured results (attain bench --out): their geometric mean.
+cat > "$tmp/results.json" <<'EOF'
+{"schema": "attain.results/1", "results": [
+  {"backend": "attain", "efficiency": 0.5, "verified": true},
+  {"backend": "attain", "efficiency": 0.72, "verified": true},
+  {"backend": "attain", "efficiency": 0.99, "verified": false}]}
+EOF
+"$bin" cluster --runs 2 --efficiency-from "$tmp/results.json" --json --no-timeline > "$tmp/eff.json"
+python3 - "$tmp/eff.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert abs(j["inputs"]["efficiency"] - 0.6) < 1e-9 and j["inputs"]["efficiency_ops"] == 2, j["inputs"]
+EOF
+
 # Bad input: exit 2 with a clear message.
 expect_input_error() {
   local msg=$1; shift
@@ -83,4 +97,5 @@ expect_input_error "checkpoint" --checkpoint sometimes
 expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
+expect_input_error "no verified result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
 echo "cluster CLI: ok"
