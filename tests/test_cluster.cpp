@@ -6,6 +6,7 @@
 
 #include "attain/cluster.hpp"
 #include "attain/op.hpp"
+#include "attain/results.hpp"
 
 using namespace attain;
 using namespace attain::cluster;
@@ -347,18 +348,26 @@ TEST(ClusterReport, MegaScaleStrongScaling) {
 }
 
 TEST(ClusterStep, EfficiencyFromMeasuredResults) {
-  const char* results = R"({"schema": "attain.results/1", "results": [
-    {"backend": "attain", "efficiency": 0.8, "verified": true},
-    {"backend": "attain", "efficiency": 0.2, "verified": true},
-    {"backend": "attain", "efficiency": 0.9, "verified": false},
-    {"backend": "attain", "status": "unsupported"},
-    {"backend": "openblas", "efficiency": 0.5, "verified": true}]})";
-  const MeasuredEfficiency all = efficiency_from_results(results, "r");
+  ResultsFile f;
+  auto add = [&](const char* backend, double eff, bool verified, const char* status = "ok",
+                 bool projected = false) {
+    Result r;
+    r.backend = backend, r.efficiency = eff, r.verified = verified, r.status = status;
+    r.projected = projected;
+    f.results.push_back(r);
+  };
+  add("attain", 0.8, true);
+  add("attain", 0.2, true);
+  add("attain", 0.9, false);  // wrong answers are not speeds
+  add("attain", 0, false, "unsupported");
+  add("attain", 0.95, true, "ok", true);  // a projection, not a measurement
+  add("openblas", 0.5, true);
+  const MeasuredEfficiency all = efficiency_from_results(f);
   EXPECT_EQ(all.ops, 3);
   EXPECT_NEAR(all.efficiency, std::cbrt(0.8 * 0.2 * 0.5), 1e-12);
-  const MeasuredEfficiency ours = efficiency_from_results(results, "r", "attain");
+  const MeasuredEfficiency ours = efficiency_from_results(f, "attain");
   EXPECT_EQ(ours.ops, 2);
   EXPECT_NEAR(ours.efficiency, 0.4, 1e-12);
-  EXPECT_THROW(efficiency_from_results(results, "r", "blis"), InputError);
-  EXPECT_THROW(efficiency_from_results("[]", "r"), InputError);
+  EXPECT_THROW(efficiency_from_results(f, "blis"), InputError);
+  EXPECT_THROW(efficiency_from_results(ResultsFile{}), InputError);
 }

@@ -24,6 +24,7 @@
 namespace attain {
 struct ModelConfig;
 struct DeviceSpec;
+struct ResultsFile;
 }  // namespace attain
 
 namespace attain::cluster {
@@ -131,14 +132,13 @@ struct StepBreakdown {
 // EP = chips per node for MoE, PP = the smallest power of two that keeps bf16 weights and
 // gradients under a quarter of the chip's memory; virtual stages = min(4, layers / pp).
 // The software efficiency measured by `attain bench`: the geometric mean of `efficiency` over
-// the verified, supported entries of a results file (schema attain.results/1), optionally only
-// one backend's. Throws InputError when none qualifies.
+// the verified, measured (not projected) results with status ok, optionally only one backend's.
+// Throws InputError when none qualifies.
 struct MeasuredEfficiency {
   double efficiency = 0;
   std::int64_t ops = 0;
 };
-MeasuredEfficiency efficiency_from_results(std::string_view json_text, std::string_view origin,
-                                           std::string_view backend = {});
+MeasuredEfficiency efficiency_from_results(const ResultsFile& f, std::string_view backend = {});
 
 Parallelism choose_parallelism(const TrainingSetup& s);
 StepBreakdown step_time(const TrainingSetup& s);  // throws InputError on impossible layouts

@@ -13,6 +13,7 @@
 
 #include "attain/catalog.hpp"
 #include "attain/op.hpp"
+#include "attain/results.hpp"
 #include "cli/commands.hpp"
 
 namespace attain::cli {
@@ -544,11 +545,8 @@ const bool registered = add_command([](CLI::App& app) {
     for (auto n : o->sweep)
       if (n <= 0) throw InputError("--sweep chip counts must be positive");
     if (!o->efficiency_from.empty()) {
-      std::ifstream in(o->efficiency_from);
-      if (!in) throw InputError(fmt::format("cannot read {}", o->efficiency_from));
-      std::stringstream ss;
-      ss << in.rdbuf();
-      const auto m = efficiency_from_results(ss.str(), o->efficiency_from, o->efficiency_backend);
+      const auto m =
+          efficiency_from_results(read_results(o->efficiency_from), o->efficiency_backend);
       o->efficiency = std::min(1.0, m.efficiency);
       o->efficiency_ops = m.ops;
     }

@@ -86,10 +86,7 @@ EOF
 
 # The efficiency can come from measured results (attain bench --out): their geometric mean.
 cat > "$tmp/results.json" <<'EOF'
-{"schema": "attain.results/1", "results": [
-  {"backend": "attain", "efficiency": 0.5, "verified": true},
-  {"backend": "attain", "efficiency": 0.72, "verified": true},
-  {"backend": "attain", "efficiency": 0.99, "verified": false}]}
+{"attain_version": "0.1.0", "command": "attain bench (test fixture)", "config": {"backends": ["reference"], "bytes_model": "inputs read once + outputs written once, stored dtypes", "flops_model": "2*M*N*K per GEMM (grouped: summed; mla: QK^T + PV)", "hot": false, "max_seconds": 0.02, "schedule": "default", "seed": 42, "stages": 2, "timing": "median of repeats after warm-up; cold cache by input rotation or LLC flush"}, "created": "2026-11-30T08:31:20Z", "machine": {"ceilings_used": {"bandwidth_gbps": 8.787455933283866, "peak_tflops": 0.06285792856810145, "source": "probe (2 threads, fp32 avx512f FMA, streaming read)"}, "cores": 2, "cpu_model": "AMD EPYC", "device": "host", "libraries": {"reference": "attain reference (fp64 loops)"}, "probe": {"copy_gbps_1t": 9.68959091684018, "copy_gbps_all": 8.91057167650801, "cores": 2, "cpu_model": "AMD EPYC", "fma_gflops_1t": 62.07315661115924, "fma_gflops_all": 62.85792856810144, "isa": {"amx": false, "avx2": true, "avx512_bf16": true, "avx512bw": true, "avx512f": true, "f16c": true, "fma": true}, "l1d_bytes": 49152, "l2_bytes": 1048576, "l3_bytes": 532676608, "measured_at": "2026-11-30T08:08:44Z", "read_gbps_1t": 8.294448064760948, "read_gbps_all": 8.787455933283866}, "threads": 2}, "results": [{"attainable_tflops": 0.06285792856810145, "backend": "attain", "bytes": 196608.0, "efficiency": 0.5, "error": 2.5205421672636766e-08, "flops": 4194304.0, "gbps": 0.021203331785747216, "iqr_s": 0.008094654, "median_s": 0.009272505, "min_s": 0.00116697, "op": {"context": 0, "count": 1, "dtype": "fp32", "kind": "gemm", "layer": "", "model": "", "phase": "", "spec": "gemm:m=128,n=128,k=128,dtype=fp32", "tokens": 0}, "reps": 5, "status": "ok", "tflops": 0.0004523377447626073, "verified": true}, {"attainable_tflops": 0.06285792856810145, "backend": "attain", "bytes": 196608.0, "efficiency": 0.72, "error": 2.5205421672636766e-08, "flops": 4194304.0, "gbps": 0.021203331785747216, "iqr_s": 0.008094654, "median_s": 0.009272505, "min_s": 0.00116697, "op": {"context": 0, "count": 1, "dtype": "fp32", "kind": "gemm", "layer": "", "model": "", "phase": "", "spec": "gemm:m=128,n=128,k=128,dtype=fp32", "tokens": 0}, "reps": 5, "status": "ok", "tflops": 0.0004523377447626073, "verified": true}, {"attainable_tflops": 0.06285792856810145, "backend": "attain", "bytes": 196608.0, "efficiency": 0.99, "error": 2.5205421672636766e-08, "flops": 4194304.0, "gbps": 0.021203331785747216, "iqr_s": 0.008094654, "median_s": 0.009272505, "min_s": 0.00116697, "op": {"context": 0, "count": 1, "dtype": "fp32", "kind": "gemm", "layer": "", "model": "", "phase": "", "spec": "gemm:m=128,n=128,k=128,dtype=fp32", "tokens": 0}, "reps": 5, "status": "ok", "tflops": 0.0004523377447626073, "verified": false}], "schema": "attain.results/1"}
 EOF
 "$bin" cluster --runs 2 --efficiency-from "$tmp/results.json" --json --no-timeline > "$tmp/eff.json"
 python3 - "$tmp/eff.json" <<'EOF'
@@ -114,5 +111,5 @@ expect_input_error "checkpoint" --checkpoint sometimes
 expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
-expect_input_error "no verified result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
+expect_input_error "no verified, measured result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
 echo "cluster CLI: ok"
