@@ -1,6 +1,9 @@
 // The two places the simulator meets the rest of attain: the catalog (a model's ops) and the
 // device database (a chip's ceilings). Everything else in src/cluster works on plain numbers.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 
 #include "attain/catalog.hpp"
 #include "attain/cluster.hpp"
@@ -41,7 +44,15 @@ Chip chip_from_device(const DeviceSpec& d, DType dt) {
 }
 
 Chip load_chip(std::string_view device_id, DType dt) {
-  return chip_from_device(load_device(device_id), dt);
+  const DeviceSpec d = load_device(device_id);
+  const Chip c = chip_from_device(d, dt);
+  if (!(c.peak_tflops > 0)) {
+    std::string have;
+    for (const auto& [name, v] : d.peak_tflops) have += (have.empty() ? "" : ", ") + name;
+    throw InputError(fmt::format("device {} lists no {} peak (it lists: {}); pick one with --dtype",
+                                 device_id, dtype_name(dt), have));
+  }
+  return c;
 }
 
 }  // namespace attain::cluster
