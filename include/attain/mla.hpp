@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,13 +103,15 @@ std::unique_ptr<Kernel> make_mla_naive_kernel(TensorSet& set, const RunOptions& 
 // smaller pool (still far larger than the LLC, so every read comes from memory).
 class SeparateKvCase {
  public:
-  SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max_cache_bytes);
+  // seqlens: one per request (each <= op.s); empty = all op.s.
+  SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max_cache_bytes,
+                 std::span<const std::int32_t> seqlens = {});
   ~SeparateKvCase();
   SeparateKvCase(const SeparateKvCase&) = delete;
   SeparateKvCase& operator=(const SeparateKvCase&) = delete;
   std::unique_ptr<Kernel> make_kernel(const RunOptions& opt);
   Verification verify(std::int64_t max_rows = 96) const;  // fp64 reference on sampled rows
-  std::size_t cache_bytes_read() const;  // K and V bytes one run reads (blocks counted per use)
+  std::size_t cache_bytes_read() const;  // K and V bytes one run reads (rows counted per use)
   std::size_t footprint_bytes() const;   // allocated
   double flops() const;                  // 2 * pairs * h * (192 + 128)
   bool aliased() const;                  // requests share pool blocks

@@ -81,22 +81,34 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
   }
 }
 
+// Accumulators are named variables (not arrays): GCC keeps arrays of __m256 on the stack.
+#define ATTAIN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
 template <int MR, int NV>
 inline void qk_tile(const float* kf, const float* qt, int mpad, float* st) {
-  __m256 acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
-  for (int kk = 0; kk < kDk; ++kk) {
-    const float* q = qt + static_cast<std::ptrdiff_t>(kk) * mpad;
-    __m256 b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(q + 8 * v);
-    for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(kf + r * kDk + kk);
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
-    }
+#define ATTAIN_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
+  ATTAIN_ROWS(ATTAIN_DECL)
+#undef ATTAIN_DECL
+  const float* q = qt;
+  for (int kk = 0; kk < kDk; ++kk, q += mpad) {
+    const __m256 b0 = _mm256_loadu_ps(q);
+    const __m256 b1 = NV > 1 ? _mm256_loadu_ps(q + 8) : b0;
+#define ATTAIN_FMA(r)                                           \
+  if constexpr (MR > r) {                                       \
+    const __m256 a = _mm256_broadcast_ss(kf + r * kDk + kk);    \
+    c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                  \
+    if constexpr (NV > 1) c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1); \
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(st + r * mpad + 8 * v, acc[r][v]);
+    ATTAIN_ROWS(ATTAIN_FMA)
+#undef ATTAIN_FMA
+  }
+#define ATTAIN_STORE(r)                                               \
+  if constexpr (MR > r) {                                             \
+    _mm256_storeu_ps(st + r * mpad, c##r##0);                         \
+    if constexpr (NV > 1) _mm256_storeu_ps(st + r * mpad + 8, c##r##1); \
+  }
+  ATTAIN_ROWS(ATTAIN_STORE)
+#undef ATTAIN_STORE
 }
 
 template <int NV>
@@ -152,25 +164,35 @@ void softmax(float* st, int nt, int mpad, const std::int32_t* vis, float* mx, fl
 
 template <int MR>
 inline void pv_tile(const float* p, int nt, int mpad, const float* v, const float* alpha, float* o) {
-  __m256 acc[MR][2];
-  for (int r = 0; r < MR; ++r) {
-    const __m256 a = _mm256_broadcast_ss(alpha + r);
-    acc[r][0] = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv), a);
-    acc[r][1] = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv + 8), a);
+#define ATTAIN_LOAD(r)                                                         \
+  __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();         \
+  if constexpr (MR > r) {                                                      \
+    const __m256 a = _mm256_broadcast_ss(alpha + r);                           \
+    c##r##0 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv), a);                  \
+    c##r##1 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv + 8), a);              \
   }
-  for (int t = 0; t < nt; ++t) {
-    const __m256 v0 = _mm256_loadu_ps(v + t * kDk), v1 = _mm256_loadu_ps(v + t * kDk + 8);
-    for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(p + t * mpad + r);
-      acc[r][0] = _mm256_fmadd_ps(a, v0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(a, v1, acc[r][1]);
-    }
+  ATTAIN_ROWS(ATTAIN_LOAD)
+#undef ATTAIN_LOAD
+  for (int t = 0; t < nt; ++t, v += kDk, p += mpad) {
+    const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
+#define ATTAIN_FMA(r)                                \
+  if constexpr (MR > r) {                            \
+    const __m256 a = _mm256_broadcast_ss(p + r);     \
+    c##r##0 = _mm256_fmadd_ps(a, v0, c##r##0);       \
+    c##r##1 = _mm256_fmadd_ps(a, v1, c##r##1);       \
   }
-  for (int r = 0; r < MR; ++r) {
-    _mm256_storeu_ps(o + r * kDv, acc[r][0]);
-    _mm256_storeu_ps(o + r * kDv + 8, acc[r][1]);
+    ATTAIN_ROWS(ATTAIN_FMA)
+#undef ATTAIN_FMA
   }
+#define ATTAIN_STORE(r)                             \
+  if constexpr (MR > r) {                           \
+    _mm256_storeu_ps(o + r * kDv, c##r##0);         \
+    _mm256_storeu_ps(o + r * kDv + 8, c##r##1);     \
+  }
+  ATTAIN_ROWS(ATTAIN_STORE)
+#undef ATTAIN_STORE
 }
+#undef ATTAIN_ROWS
 
 void pv(const float* st, int nt, int mpad, const float* kf, int rows, const float* alpha,
         float* o) {

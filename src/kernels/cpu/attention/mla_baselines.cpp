@@ -302,7 +302,8 @@ class SeparateKvKernel final : public Kernel {
 
 }  // namespace
 
-SeparateKvCase::SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max_cache_bytes)
+SeparateKvCase::SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max_cache_bytes,
+                               std::span<const std::int32_t> seqlens)
     : d_(std::make_unique<Data>()) {
   op.validate();
   if (op.kind != OpKind::mla_decode) throw InputError("separate_kv: not an mla_decode op");
@@ -325,6 +326,15 @@ SeparateKvCase::SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max
   d.table.resize(static_cast<std::size_t>(needed));
   for (std::int64_t i = 0; i < needed; ++i) d.table[static_cast<std::size_t>(i)] = perm[static_cast<std::size_t>(i % d.pool)];
   d.seqlens.assign(static_cast<std::size_t>(op.b), static_cast<std::int32_t>(op.s));
+  if (!seqlens.empty()) {
+    if (static_cast<std::int64_t>(seqlens.size()) != op.b)
+      throw InputError(fmt::format("separate_kv: {} seqlens for b={}", seqlens.size(), op.b));
+    for (std::size_t i = 0; i < seqlens.size(); ++i) {
+      if (seqlens[i] < 0 || seqlens[i] > op.s)
+        throw InputError(fmt::format("separate_kv: seqlens[{}] = {} outside [0, {}]", i, seqlens[i], op.s));
+      d.seqlens[i] = seqlens[i];
+    }
+  }
   const std::size_t q_n = static_cast<std::size_t>(op.b * op.s_q * op.h * kDqk);
   if (d.q_dt == DType::f32) {
     d.q32.resize(q_n);
@@ -440,16 +450,18 @@ Verification SeparateKvCase::verify(std::int64_t max_rows) const {
 }
 
 std::size_t SeparateKvCase::cache_bytes_read() const {
-  const Op& op = d_->op;
-  return static_cast<std::size_t>(op.b * op.s * op.h * (kDqk + kDvh)) * d_->es();
+  const std::int64_t rows = std::accumulate(d_->seqlens.begin(), d_->seqlens.end(), std::int64_t{0});
+  return static_cast<std::size_t>(rows * d_->op.h * (kDqk + kDvh)) * d_->es();
 }
 std::size_t SeparateKvCase::footprint_bytes() const {
   return static_cast<std::size_t>(d_->pool * kBlock * d_->op.h * (kDqk + kDvh)) * d_->es();
 }
 double SeparateKvCase::flops() const {
   const Op& op = d_->op;
-  const double S = static_cast<double>(op.s), Q = static_cast<double>(op.s_q);
-  return 2.0 * static_cast<double>(op.b * op.h) * (Q * S - Q * (Q - 1) / 2) * (kDqk + kDvh);
+  double pairs = 0;
+  for (const std::int32_t s : d_->seqlens)
+    for (std::int64_t qi = 0; qi < op.s_q; ++qi) pairs += static_cast<double>(visible(s, op.s_q, qi));
+  return 2.0 * static_cast<double>(op.h) * pairs * (kDqk + kDvh);
 }
 bool SeparateKvCase::aliased() const { return d_->aliased; }
 std::int64_t SeparateKvCase::pool_blocks() const { return d_->pool; }
