@@ -94,18 +94,19 @@ TEST(MlaDecode, FullSequencesManyThreadsSplitRequests) {
   expect_verified(set, name(c, 3));
 }
 
-TEST(MlaDecode, Avx2MicroKernelsMatchScalar) {
-  // Same inputs through the avx2 and scalar micro-kernels, edge tiles included.
+TEST(MlaDecode, SimdMicroKernelsMatchScalar) {
+  // Same inputs through the SIMD and scalar micro-kernels, edge tiles included.
   const mla::Ukernels& sc = mla::scalar_ukernels();
-  if (const mla::Ukernels* a = mla::avx2_ukernels()) {
+  for (const mla::Ukernels* a : {mla::avx2_ukernels(), mla::avx512_ukernels()}) {
+    if (a == nullptr) continue;
     std::mt19937 g(3);
     std::uniform_real_distribution<float> u(-1, 1);
-    const int nt = 37, mpad = 24;
+    const int nt = 37, mpad = 48;
     std::vector<float> kf(64 * 576), qt(576 * mpad), st1(64 * mpad), st2(64 * mpad);
     for (auto& x : kf) x = u(g);
     for (auto& x : qt) x = u(g) * 0.05f;
-    sc.qk(kf.data(), nt, qt.data(), mpad, st1.data());
-    a->qk(kf.data(), nt, qt.data(), mpad, st2.data());
+    sc.qk(kf.data(), nt, qt.data(), mpad, st1.data(), kf.data(), 100);
+    a->qk(kf.data(), nt, qt.data(), mpad, st2.data(), kf.data(), 100);
     for (int i = 0; i < nt * mpad; ++i) EXPECT_NEAR(st1[i], st2[i], 1e-4f) << i;
     std::vector<std::int32_t> vis(mpad);
     for (int m = 0; m < mpad; ++m) vis[m] = m % 5 == 0 ? 0 : std::min(nt, 10 + m);
@@ -129,7 +130,7 @@ TEST(MlaDecode, Avx2MicroKernelsMatchScalar) {
 }
 
 TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
-  for (const mla::Ukernels* k : {&mla::scalar_ukernels(), mla::avx2_ukernels()}) {
+  for (const mla::Ukernels* k : {&mla::scalar_ukernels(), mla::avx2_ukernels(), mla::avx512_ukernels()}) {
     if (k == nullptr) continue;
     std::vector<std::uint8_t> all(256);
     std::iota(all.begin(), all.end(), 0);
@@ -152,8 +153,9 @@ TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
 }
 
 TEST(MlaDecode, EveryIsaVerifies) {
-  for (const char* isa : {"scalar", "avx2"}) {
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
     if (std::string(isa) == "avx2" && mla::avx2_ukernels() == nullptr) continue;
+    if (std::string(isa) == "avx512" && mla::avx512_ukernels() == nullptr) continue;
     for (const Case& c : cases()) {
       TensorSet set(make_op(c));
       fill_ragged(set, random_seqlens(c.b, c.s, 21 + c.h), 6);

@@ -64,7 +64,7 @@ MlaSchedule mla_schedule(const std::int32_t* seqlens, std::int64_t b, int thread
 inline int mla_max_partials(int threads) { return 2 * threads; }
 
 // Reusable state: thread pool and per-thread workspace for up to `max_rows` = s_q * h rows.
-// isa: "auto" (the fastest this CPU runs), "avx2" or "scalar" (the portable fallback).
+// isa: "auto" (the fastest this CPU runs), "avx512", "avx2" or "scalar" (the portable fallback).
 class MlaDecoder {
  public:
   MlaDecoder(std::int64_t max_rows, int threads, std::string_view isa = "auto");
@@ -73,7 +73,7 @@ class MlaDecoder {
   MlaDecoder& operator=(const MlaDecoder&) = delete;
   void run(const MlaParams& p);  // throws InputError on bad params
   int threads() const;
-  std::string isa() const;  // which micro-kernels run: "avx2" or "scalar"
+  std::string isa() const;  // which micro-kernels run: "avx512", "avx2" or "scalar"
 
  private:
   struct Impl;

@@ -81,16 +81,29 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
   }
 }
 
+// Walks the next cache block one 64-byte line per call (into L2: the block is larger than L1).
+struct Prefetch {
+  const char* p;
+  const char* end;
+  void next() {
+    if (p < end) {
+      _mm_prefetch(p, _MM_HINT_T1);
+      p += 64;
+    }
+  }
+};
+
 // Accumulators are named variables (not arrays): GCC keeps arrays of __m256 on the stack.
 #define ATTAIN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
 template <int MR, int NV>
-inline void qk_tile(const float* kf, const float* qt, int mpad, float* st) {
+inline void qk_tile(const float* kf, const float* qt, int mpad, float* st, Prefetch& pf) {
 #define ATTAIN_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
   ATTAIN_ROWS(ATTAIN_DECL)
 #undef ATTAIN_DECL
   const float* q = qt;
   for (int kk = 0; kk < kDk; ++kk, q += mpad) {
+    if (kk % 2 == 0) pf.next();
     const __m256 b0 = _mm256_loadu_ps(q);
     const __m256 b1 = NV > 1 ? _mm256_loadu_ps(q + 8) : b0;
 #define ATTAIN_FMA(r)                                           \
@@ -112,25 +125,26 @@ inline void qk_tile(const float* kf, const float* qt, int mpad, float* st) {
 }
 
 template <int NV>
-void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st) {
+void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st, Prefetch& pf) {
   int t = 0;
-  for (; t + 6 <= nt; t += 6) qk_tile<6, NV>(kf + t * kDk, qt, mpad, st + t * mpad);
+  for (; t + 6 <= nt; t += 6) qk_tile<6, NV>(kf + t * kDk, qt, mpad, st + t * mpad, pf);
   const float* k = kf + t * kDk;
   float* s = st + t * mpad;
   switch (nt - t) {
-    case 5: qk_tile<5, NV>(k, qt, mpad, s); break;
-    case 4: qk_tile<4, NV>(k, qt, mpad, s); break;
-    case 3: qk_tile<3, NV>(k, qt, mpad, s); break;
-    case 2: qk_tile<2, NV>(k, qt, mpad, s); break;
-    case 1: qk_tile<1, NV>(k, qt, mpad, s); break;
+    case 5: qk_tile<5, NV>(k, qt, mpad, s, pf); break;
+    case 4: qk_tile<4, NV>(k, qt, mpad, s, pf); break;
+    case 3: qk_tile<3, NV>(k, qt, mpad, s, pf); break;
+    case 2: qk_tile<2, NV>(k, qt, mpad, s, pf); break;
+    case 1: qk_tile<1, NV>(k, qt, mpad, s, pf); break;
     default: break;
   }
 }
 
-void qk(const float* kf, int nt, const float* qt, int mpad, float* st) {
+void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf, int pf_lines) {
+  Prefetch ahead{static_cast<const char*>(pf), static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
   int m = 0;
-  for (; m + 16 <= mpad; m += 16) qk_panel<2>(kf, nt, qt + m, mpad, st + m);
-  if (m < mpad) qk_panel<1>(kf, nt, qt + m, mpad, st + m);
+  for (; m + 16 <= mpad; m += 16) qk_panel<2>(kf, nt, qt + m, mpad, st + m, ahead);
+  if (m < mpad) qk_panel<1>(kf, nt, qt + m, mpad, st + m, ahead);
 }
 
 void softmax(float* st, int nt, int mpad, const std::int32_t* vis, float* mx, float* l,
@@ -246,7 +260,7 @@ float exp_sum(float* x, int n, float shift) {
 }  // namespace
 
 const Ukernels* avx2_ukernels() {
-  static const Ukernels k{"avx2", convert, qk, softmax, pv, dot, axpy, exp_sum};
+  static const Ukernels k{"avx2", 8, convert, qk, softmax, pv, dot, axpy, exp_sum};
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                          __builtin_cpu_supports("f16c");
   return ok ? &k : nullptr;

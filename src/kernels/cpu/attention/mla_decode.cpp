@@ -155,7 +155,10 @@ struct MlaDecoder::Impl {
   mla::FloatBuf part_o, part_lse;  // [max_partials][max_rows][512], [max_partials][max_rows]
 
   Impl(std::int64_t rows, int threads, std::string_view isa)
-      : uk(pick(isa)), max_rows(rows), mpad_max((rows + 7) / 8 * 8), pool(threads) {
+      : uk(pick(isa)),
+        max_rows(rows),
+        mpad_max(ceil_div(rows, mla::kMaxMpadAlign) * mla::kMaxMpadAlign),
+        pool(threads) {
     const auto mp = static_cast<std::size_t>(mpad_max);
     scratch.resize(static_cast<std::size_t>(pool.size()));
     for (auto& s : scratch) {
@@ -176,11 +179,12 @@ struct MlaDecoder::Impl {
   static const mla::Ukernels& pick(std::string_view isa) {
     if (isa == "auto") return mla::best_ukernels();
     if (isa == "scalar") return mla::scalar_ukernels();
-    if (isa == "avx2") {
-      if (const mla::Ukernels* a = mla::avx2_ukernels()) return *a;
-      throw InputError("mla_decode: this CPU (or build) has no AVX2/FMA/F16C");
+    if (isa == "avx2" || isa == "avx512") {
+      const mla::Ukernels* a = isa == "avx2" ? mla::avx2_ukernels() : mla::avx512_ukernels();
+      if (a == nullptr) throw InputError(fmt::format("mla_decode: this CPU (or build) cannot run {}", isa));
+      return *a;
     }
-    throw InputError(fmt::format("mla_decode: unknown isa '{}' (auto, avx2, scalar)", isa));
+    throw InputError(fmt::format("mla_decode: unknown isa '{}' (auto, avx512, avx2, scalar)", isa));
   }
   void split(const MlaParams& p, const MlaSplit& u, Scratch& sc) const;
   void combine(const MlaParams& p, const MlaSchedule& s, int tid) const;
@@ -188,20 +192,26 @@ struct MlaDecoder::Impl {
 
 void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc) const {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const std::int64_t bi = u.request, M = p.s_q * p.h, mpad = (M + 7) / 8 * 8;
+  const std::int64_t bi = u.request, M = p.s_q * p.h, mpad = ceil_div(M, uk.mpad_align) * uk.mpad_align;
   const int mp = static_cast<int>(mpad);
   const std::int64_t seqlen = p.seqlens[bi];
   const DType qdt = p.dtype == DType::f32 ? DType::f32 : DType::bf16;
   const std::size_t qes = dtype_size(qdt), rb = mla::row_bytes(p.dtype);
   const auto* qbase = static_cast<const std::byte*>(p.q) + static_cast<std::size_t>(bi * M * kDk) * qes;
-  // qt[k][m] = scale * q[m][k]; columns past M stay 0 and are masked (vis = 0).
-  float* row = sc.kf.get();  // kf is free until the first block: holds one q row
-  for (std::int64_t m = 0; m < M; ++m) {
-    uk.convert(qdt, qbase + static_cast<std::size_t>(m * kDk) * qes, kDk, 1.0f, row);
-    for (int k = 0; k < kDk; ++k) sc.qt[k * mpad + m] = row[k] * p.softmax_scale;
+  // qt[k][m] = scale * q[m][k]; columns past M are 0 and masked (vis = 0). Transposed 16 rows
+  // at a time through kf (free until the first block), so qt is written in contiguous runs.
+  float* rows = sc.kf.get();
+  for (std::int64_t m0 = 0; m0 < mpad; m0 += 16) {
+    const std::int64_t n = std::min<std::int64_t>(16, mpad - m0);
+    for (std::int64_t r = 0; r < n; ++r) {
+      if (m0 + r < M) uk.convert(qdt, qbase + static_cast<std::size_t>((m0 + r) * kDk) * qes, kDk, 1.0f, rows + r * kDk);
+      else std::fill_n(rows + r * kDk, kDk, 0.0f);
+    }
+    for (int k = 0; k < kDk; ++k) {
+      float* dst = sc.qt.get() + k * mpad + m0;
+      for (std::int64_t r = 0; r < n; ++r) dst[r] = rows[r * kDk + k] * p.softmax_scale;
+    }
   }
-  for (std::int64_t m = M; m < mpad; ++m)
-    for (int k = 0; k < kDk; ++k) sc.qt[k * mpad + m] = 0.0f;
   std::fill_n(sc.o.get(), M * kDv, 0.0f);
   std::fill_n(sc.mx.get(), mpad, -kInf);
   std::fill_n(sc.l.get(), mpad, 0.0f);
@@ -220,7 +230,14 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
       const std::int64_t v = m < M ? seqlen - p.s_q + qi + 1 - t0 : 0;
       sc.vis[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(std::clamp<std::int64_t>(v, 0, nt));
     }
-    uk.qk(kf, nt, sc.qt.get(), mp, sc.st.get());
+    const std::byte* next = nullptr;
+    int next_lines = 0;
+    if (j + 1 < u.block_end) {
+      const std::int64_t nnt = std::min<std::int64_t>(kBlock, seqlen - t0 - kBlock);
+      next = cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j + 1]) * kBlock * rb;
+      next_lines = static_cast<int>(mla::ceil_div(nnt * static_cast<std::int64_t>(rb), 64));
+    }
+    uk.qk(kf, nt, sc.qt.get(), mp, sc.st.get(), next, next_lines);
     uk.softmax(sc.st.get(), nt, mp, sc.vis.data(), sc.mx.get(), sc.l.get(), sc.alpha.get());
     uk.pv(sc.st.get(), nt, mp, kf, static_cast<int>(M), sc.alpha.get(), sc.o.get());
   }

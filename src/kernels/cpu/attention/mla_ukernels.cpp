@@ -30,7 +30,9 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
   }
 }
 
-void qk(const float* kf, int nt, const float* qt, int mpad, float* st) {
+void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf, int pf_lines) {
+  const char* line = static_cast<const char*>(pf);
+  for (int i = 0; i < pf_lines; ++i) __builtin_prefetch(line + 64 * i);
   for (int t = 0; t < nt; ++t) {
     float* row = st + static_cast<std::ptrdiff_t>(t) * mpad;
     std::fill(row, row + mpad, 0.0f);
@@ -97,16 +99,19 @@ float exp_sum(float* x, int n, float shift) {
 }  // namespace
 
 const Ukernels& scalar_ukernels() {
-  static const Ukernels k{"scalar", convert, qk, softmax, pv, dot, axpy, exp_sum};
+  static const Ukernels k{"scalar", 8, convert, qk, softmax, pv, dot, axpy, exp_sum};
   return k;
 }
 
 const Ukernels& best_ukernels() {
   static const Ukernels* best = [] {
     const char* env = std::getenv("ATTAIN_MLA_ISA");
-    if (env != nullptr && std::string_view(env) == "scalar") return &scalar_ukernels();
-    const Ukernels* a = avx2_ukernels();
-    return a != nullptr ? a : &scalar_ukernels();
+    const std::string_view cap = env != nullptr ? env : "avx512";
+    if (cap == "avx512")
+      if (const Ukernels* a = avx512_ukernels()) return a;
+    if (cap == "avx512" || cap == "avx2")
+      if (const Ukernels* a = avx2_ukernels()) return a;
+    return &scalar_ukernels();
   }();
   return *best;
 }
