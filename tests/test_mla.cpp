@@ -27,7 +27,8 @@ void fill_ragged(TensorSet& set, const std::vector<std::int32_t>& seqlens, std::
   auto* bt = set["block_table"].as<std::int32_t>();
   const std::int64_t mb = set["block_table"].desc.shape[1];
   for (std::size_t i = 0; i < seqlens.size(); ++i)
-    for (std::int64_t j = (seqlens[i] + 63) / 64; j < mb; ++j) bt[static_cast<std::int64_t>(i) * mb + j] = -7;
+    for (std::int64_t j = (seqlens[i] + 63) / 64; j < mb; ++j)
+      bt[static_cast<std::int64_t>(i) * mb + j] = -7;
   fill_mla_cache(set, seed + 1);
 }
 
@@ -66,8 +67,8 @@ Op make_op(const Case& c) {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> cs = {
-      {5, 200, 3, 1, DType::bf16},   {4, 130, 16, 1, DType::fp8}, {4, 150, 5, 1, DType::f32},
-      {3, 100, 4, 3, DType::bf16},   {3, 90, 2, 4, DType::fp8},   {3, 70, 7, 2, DType::f32},
+      {5, 200, 3, 1, DType::bf16}, {4, 130, 16, 1, DType::fp8}, {4, 150, 5, 1, DType::f32},
+      {3, 100, 4, 3, DType::bf16}, {3, 90, 2, 4, DType::fp8},   {3, 70, 7, 2, DType::f32},
       {6, 64, 13, 1, DType::bf16},
   };
   return cs;
@@ -110,12 +111,15 @@ TEST(MlaDecode, SimdMicroKernelsMatchScalar) {
     for (int i = 0; i < nt * mpad; ++i) EXPECT_NEAR(st1[i], st2[i], 1e-4f) << i;
     std::vector<std::int32_t> vis(mpad);
     for (int m = 0; m < mpad; ++m) vis[m] = m % 5 == 0 ? 0 : std::min(nt, 10 + m);
-    std::vector<float> mx1(mpad, -INFINITY), mx2 = mx1, l1(mpad, 0.0f), l2 = l1, al1(mpad), al2(mpad);
+    std::vector<float> mx1(mpad, -INFINITY), mx2 = mx1, l1(mpad, 0.0f), l2 = l1, al1(mpad),
+                                             al2(mpad);
     sc.softmax(st1.data(), nt, mpad, vis.data(), mx1.data(), l1.data(), al1.data());
     a->softmax(st2.data(), nt, mpad, vis.data(), mx2.data(), l2.data(), al2.data());
     for (int m = 0; m < mpad; ++m) {
-      if (vis[m] == 0) EXPECT_TRUE(std::isinf(mx1[m]) && std::isinf(mx2[m]));
-      else EXPECT_NEAR(mx1[m], mx2[m], 1e-5f);
+      if (vis[m] == 0)
+        EXPECT_TRUE(std::isinf(mx1[m]) && std::isinf(mx2[m]));
+      else
+        EXPECT_NEAR(mx1[m], mx2[m], 1e-5f);
       EXPECT_NEAR(l1[m], l2[m], 1e-5f * std::max(1.0f, l1[m]));
     }
     const int rows = 19;
@@ -130,7 +134,8 @@ TEST(MlaDecode, SimdMicroKernelsMatchScalar) {
 }
 
 TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
-  for (const mla::Ukernels* k : {&mla::scalar_ukernels(), mla::avx2_ukernels(), mla::avx512_ukernels()}) {
+  for (const mla::Ukernels* k :
+       {&mla::scalar_ukernels(), mla::avx2_ukernels(), mla::avx512_ukernels()}) {
     if (k == nullptr) continue;
     std::vector<std::uint8_t> all(256);
     std::iota(all.begin(), all.end(), 0);
@@ -138,8 +143,11 @@ TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
     k->convert(DType::fp8, all.data(), 256, 0.375f, out.data());
     for (int i = 0; i < 256; ++i) {
       const float ref = e4m3_to_f32(static_cast<std::uint8_t>(i)) * 0.375f;
-      if (std::isnan(ref)) EXPECT_TRUE(std::isnan(out[i])) << k->isa << " " << i;
-      else EXPECT_EQ(std::memcmp(&ref, &out[i], 4), 0) << k->isa << " e4m3 " << i << ": " << out[i] << " vs " << ref;
+      if (std::isnan(ref))
+        EXPECT_TRUE(std::isnan(out[i])) << k->isa << " " << i;
+      else
+        EXPECT_EQ(std::memcmp(&ref, &out[i], 4), 0)
+            << k->isa << " e4m3 " << i << ": " << out[i] << " vs " << ref;
     }
     std::vector<std::uint16_t> h(64);
     for (int i = 0; i < 64; ++i) h[i] = static_cast<std::uint16_t>(i * 1031 + 7);

@@ -61,7 +61,9 @@ struct MlaSchedule {
 
 MlaSchedule mla_schedule(const std::int32_t* seqlens, std::int64_t b, int threads);
 // Partial slots a schedule for `threads` threads can need (workspace sizing).
-inline int mla_max_partials(int threads) { return 2 * threads; }
+inline int mla_max_partials(int threads) {
+  return 2 * threads;
+}
 
 // Reusable state: thread pool and per-thread workspace for up to `max_rows` = s_q * h rows.
 // isa: "auto" (the fastest this CPU runs), "avx512", "avx2" or "scalar" (the portable fallback).

@@ -33,7 +33,8 @@ inline __m256 exp256(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -53,20 +54,23 @@ inline __m256 e4m3x8(const std::uint8_t* p) {
   const __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(raw));
   const __m256i mag = _mm256_and_si256(v, _mm256_set1_epi32(0x7f));
   const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x80)), 24);
-  const __m256 f = _mm256_mul_ps(
-      _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(mag, 20), sign)),
-      _mm256_set1_ps(1.329227995784916e36f));  // 2^120
+  const __m256 f =
+      _mm256_mul_ps(_mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(mag, 20), sign)),
+                    _mm256_set1_ps(1.329227995784916e36f));  // 2^120
   const __m256 nan_mask = _mm256_castsi256_ps(_mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7f)));
   return _mm256_blendv_ps(f, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), nan_mask);
 }
 
 void convert(DType dt, const void* src, int n, float scale, float* dst) {
   switch (dt) {
-    case DType::f32: std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n)); break;
+    case DType::f32:
+      std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+      break;
     case DType::bf16: {
       const auto* p = static_cast<const std::uint16_t*>(src);
       for (int i = 0; i < n; i += 8) {
-        const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+        const __m256i w =
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
         _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
       }
       break;
@@ -77,7 +81,8 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
       for (int i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(e4m3x8(p + i), s));
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -106,18 +111,18 @@ inline void qk_tile(const float* kf, const float* qt, int mpad, float* st, Prefe
     if (kk % 2 == 0) pf.next();
     const __m256 b0 = _mm256_loadu_ps(q);
     const __m256 b1 = NV > 1 ? _mm256_loadu_ps(q + 8) : b0;
-#define ATTAIN_FMA(r)                                           \
-  if constexpr (MR > r) {                                       \
-    const __m256 a = _mm256_broadcast_ss(kf + r * kDk + kk);    \
-    c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                  \
+#define ATTAIN_FMA(r)                                                \
+  if constexpr (MR > r) {                                            \
+    const __m256 a = _mm256_broadcast_ss(kf + r * kDk + kk);         \
+    c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0);                       \
     if constexpr (NV > 1) c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1); \
   }
     ATTAIN_ROWS(ATTAIN_FMA)
 #undef ATTAIN_FMA
   }
-#define ATTAIN_STORE(r)                                               \
-  if constexpr (MR > r) {                                             \
-    _mm256_storeu_ps(st + r * mpad, c##r##0);                         \
+#define ATTAIN_STORE(r)                                                 \
+  if constexpr (MR > r) {                                               \
+    _mm256_storeu_ps(st + r * mpad, c##r##0);                           \
     if constexpr (NV > 1) _mm256_storeu_ps(st + r * mpad + 8, c##r##1); \
   }
   ATTAIN_ROWS(ATTAIN_STORE)
@@ -131,17 +136,30 @@ void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st, Pre
   const float* k = kf + t * kDk;
   float* s = st + t * mpad;
   switch (nt - t) {
-    case 5: qk_tile<5, NV>(k, qt, mpad, s, pf); break;
-    case 4: qk_tile<4, NV>(k, qt, mpad, s, pf); break;
-    case 3: qk_tile<3, NV>(k, qt, mpad, s, pf); break;
-    case 2: qk_tile<2, NV>(k, qt, mpad, s, pf); break;
-    case 1: qk_tile<1, NV>(k, qt, mpad, s, pf); break;
-    default: break;
+    case 5:
+      qk_tile<5, NV>(k, qt, mpad, s, pf);
+      break;
+    case 4:
+      qk_tile<4, NV>(k, qt, mpad, s, pf);
+      break;
+    case 3:
+      qk_tile<3, NV>(k, qt, mpad, s, pf);
+      break;
+    case 2:
+      qk_tile<2, NV>(k, qt, mpad, s, pf);
+      break;
+    case 1:
+      qk_tile<1, NV>(k, qt, mpad, s, pf);
+      break;
+    default:
+      break;
   }
 }
 
-void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf, int pf_lines) {
-  Prefetch ahead{static_cast<const char*>(pf), static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
+void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf,
+        int pf_lines) {
+  Prefetch ahead{static_cast<const char*>(pf),
+                 static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
   int m = 0;
   for (; m + 16 <= mpad; m += 16) qk_panel<2>(kf, nt, qt + m, mpad, st + m, ahead);
   if (m < mpad) qk_panel<1>(kf, nt, qt + m, mpad, st + m, ahead);
@@ -159,7 +177,8 @@ void softmax(float* st, int nt, int mpad, const std::int32_t* vis, float* mx, fl
     }
     const __m256 mold = _mm256_loadu_ps(mx + m);
     const __m256 mnew = _mm256_max_ps(mold, bmax);
-    const __m256 muse = _mm256_blendv_ps(mnew, _mm256_setzero_ps(), _mm256_cmp_ps(mnew, ninf, _CMP_EQ_OQ));
+    const __m256 muse =
+        _mm256_blendv_ps(mnew, _mm256_setzero_ps(), _mm256_cmp_ps(mnew, ninf, _CMP_EQ_OQ));
     // exp(-inf - muse) is clamped to ~1e-38 by exp256: the running sums it scales are 0 then.
     const __m256 a = exp256(_mm256_sub_ps(mold, muse));
     __m256 sum = _mm256_setzero_ps();
@@ -177,31 +196,32 @@ void softmax(float* st, int nt, int mpad, const std::int32_t* vis, float* mx, fl
 }
 
 template <int MR>
-inline void pv_tile(const float* p, int nt, int mpad, const float* v, const float* alpha, float* o) {
-#define ATTAIN_LOAD(r)                                                         \
-  __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();         \
-  if constexpr (MR > r) {                                                      \
-    const __m256 a = _mm256_broadcast_ss(alpha + r);                           \
-    c##r##0 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv), a);                  \
-    c##r##1 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv + 8), a);              \
+inline void pv_tile(const float* p, int nt, int mpad, const float* v, const float* alpha,
+                    float* o) {
+#define ATTAIN_LOAD(r)                                                 \
+  __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps(); \
+  if constexpr (MR > r) {                                              \
+    const __m256 a = _mm256_broadcast_ss(alpha + r);                   \
+    c##r##0 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv), a);          \
+    c##r##1 = _mm256_mul_ps(_mm256_loadu_ps(o + r * kDv + 8), a);      \
   }
   ATTAIN_ROWS(ATTAIN_LOAD)
 #undef ATTAIN_LOAD
   for (int t = 0; t < nt; ++t, v += kDk, p += mpad) {
     const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
-#define ATTAIN_FMA(r)                                \
-  if constexpr (MR > r) {                            \
-    const __m256 a = _mm256_broadcast_ss(p + r);     \
-    c##r##0 = _mm256_fmadd_ps(a, v0, c##r##0);       \
-    c##r##1 = _mm256_fmadd_ps(a, v1, c##r##1);       \
+#define ATTAIN_FMA(r)                            \
+  if constexpr (MR > r) {                        \
+    const __m256 a = _mm256_broadcast_ss(p + r); \
+    c##r##0 = _mm256_fmadd_ps(a, v0, c##r##0);   \
+    c##r##1 = _mm256_fmadd_ps(a, v1, c##r##1);   \
   }
     ATTAIN_ROWS(ATTAIN_FMA)
 #undef ATTAIN_FMA
   }
-#define ATTAIN_STORE(r)                             \
-  if constexpr (MR > r) {                           \
-    _mm256_storeu_ps(o + r * kDv, c##r##0);         \
-    _mm256_storeu_ps(o + r * kDv + 8, c##r##1);     \
+#define ATTAIN_STORE(r)                         \
+  if constexpr (MR > r) {                       \
+    _mm256_storeu_ps(o + r * kDv, c##r##0);     \
+    _mm256_storeu_ps(o + r * kDv + 8, c##r##1); \
   }
   ATTAIN_ROWS(ATTAIN_STORE)
 #undef ATTAIN_STORE
@@ -216,12 +236,23 @@ void pv(const float* st, int nt, int mpad, const float* kf, int rows, const floa
     const float* p = st + m;
     float* od = o + m * kDv + d;
     switch (rows - m) {
-      case 5: pv_tile<5>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 4: pv_tile<4>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 3: pv_tile<3>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 2: pv_tile<2>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 1: pv_tile<1>(p, nt, mpad, kf + d, alpha + m, od); break;
-      default: break;
+      case 5:
+        pv_tile<5>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 4:
+        pv_tile<4>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 3:
+        pv_tile<3>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 2:
+        pv_tile<2>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 1:
+        pv_tile<1>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -270,6 +301,8 @@ const Ukernels* avx2_ukernels() {
 
 #else
 namespace attain::mla {
-const Ukernels* avx2_ukernels() { return nullptr; }
+const Ukernels* avx2_ukernels() {
+  return nullptr;
+}
 }  // namespace attain::mla
 #endif

@@ -39,11 +39,11 @@ inline void qk_tile(const float* kf, const float* qt, int mpad, float* st, Prefe
     if (kk % 2 == 0) pf.next();
     const __m512 b0 = _mm512_loadu_ps(q);
     const __m512 b1 = NV > 1 ? _mm512_loadu_ps(q + 16) : b0;
-#define ATTAIN_FMA(r)                                                  \
-  if constexpr (MR > r) {                                              \
-    const __m512 a = _mm512_set1_ps(kf[r * kDk + kk]);                 \
-    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                         \
-    if constexpr (NV > 1) c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);   \
+#define ATTAIN_FMA(r)                                                \
+  if constexpr (MR > r) {                                            \
+    const __m512 a = _mm512_set1_ps(kf[r * kDk + kk]);               \
+    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                       \
+    if constexpr (NV > 1) c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1); \
   }
     ATTAIN_ROWS(ATTAIN_FMA)
 #undef ATTAIN_FMA
@@ -64,26 +64,44 @@ void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st, Pre
   const float* k = kf + t * kDk;
   float* s = st + t * mpad;
   switch (nt - t) {
-    case 7: qk_tile<7, NV>(k, qt, mpad, s, pf); break;
-    case 6: qk_tile<6, NV>(k, qt, mpad, s, pf); break;
-    case 5: qk_tile<5, NV>(k, qt, mpad, s, pf); break;
-    case 4: qk_tile<4, NV>(k, qt, mpad, s, pf); break;
-    case 3: qk_tile<3, NV>(k, qt, mpad, s, pf); break;
-    case 2: qk_tile<2, NV>(k, qt, mpad, s, pf); break;
-    case 1: qk_tile<1, NV>(k, qt, mpad, s, pf); break;
-    default: break;
+    case 7:
+      qk_tile<7, NV>(k, qt, mpad, s, pf);
+      break;
+    case 6:
+      qk_tile<6, NV>(k, qt, mpad, s, pf);
+      break;
+    case 5:
+      qk_tile<5, NV>(k, qt, mpad, s, pf);
+      break;
+    case 4:
+      qk_tile<4, NV>(k, qt, mpad, s, pf);
+      break;
+    case 3:
+      qk_tile<3, NV>(k, qt, mpad, s, pf);
+      break;
+    case 2:
+      qk_tile<2, NV>(k, qt, mpad, s, pf);
+      break;
+    case 1:
+      qk_tile<1, NV>(k, qt, mpad, s, pf);
+      break;
+    default:
+      break;
   }
 }
 
-void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf, int pf_lines) {
-  Prefetch ahead{static_cast<const char*>(pf), static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
+void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf,
+        int pf_lines) {
+  Prefetch ahead{static_cast<const char*>(pf),
+                 static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
   int m = 0;
   for (; m + 32 <= mpad; m += 32) qk_panel<2>(kf, nt, qt + m, mpad, st + m, ahead);
   if (m < mpad) qk_panel<1>(kf, nt, qt + m, mpad, st + m, ahead);
 }
 
 template <int MR>
-inline void pv_tile(const float* p, int nt, int mpad, const float* v, const float* alpha, float* o) {
+inline void pv_tile(const float* p, int nt, int mpad, const float* v, const float* alpha,
+                    float* o) {
 #define ATTAIN_LOAD(r)                                                 \
   __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps(); \
   if constexpr (MR > r) {                                              \
@@ -122,14 +140,29 @@ void pv(const float* st, int nt, int mpad, const float* kf, int rows, const floa
     const float* p = st + m;
     float* od = o + m * kDv + d;
     switch (rows - m) {
-      case 7: pv_tile<7>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 6: pv_tile<6>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 5: pv_tile<5>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 4: pv_tile<4>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 3: pv_tile<3>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 2: pv_tile<2>(p, nt, mpad, kf + d, alpha + m, od); break;
-      case 1: pv_tile<1>(p, nt, mpad, kf + d, alpha + m, od); break;
-      default: break;
+      case 7:
+        pv_tile<7>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 6:
+        pv_tile<6>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 5:
+        pv_tile<5>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 4:
+        pv_tile<4>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 3:
+        pv_tile<3>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 2:
+        pv_tile<2>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      case 1:
+        pv_tile<1>(p, nt, mpad, kf + d, alpha + m, od);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -141,7 +174,8 @@ float dot(const float* a, const float* b, int n) {
     acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
     acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
   }
-  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+  for (; i + 16 <= n; i += 16)
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
   if (i < n) {
     const __mmask16 k = 0xff;  // n is a multiple of 8
     acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), acc1);
@@ -161,7 +195,9 @@ void axpy(float a, const float* x, float* y, int n) {
     _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
   if (i < n) {
     const __mmask16 k = 0xff;
-    _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i)));
+    _mm512_mask_storeu_ps(
+        y + i, k,
+        _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i)));
   }
 }
 
@@ -170,8 +206,9 @@ void axpy(float a, const float* x, float* y, int n) {
 const Ukernels* avx512_ukernels() {
   static const Ukernels* table = []() -> const Ukernels* {
     const Ukernels* a2 = avx2_ukernels();
-    if (a2 == nullptr || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+    if (a2 == nullptr || !__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+        !__builtin_cpu_supports("avx512dq"))
       return nullptr;
     static const Ukernels k{"avx512", 16, a2->convert, qk, a2->softmax, pv, dot, axpy, a2->exp_sum};
     return &k;
@@ -183,6 +220,8 @@ const Ukernels* avx512_ukernels() {
 
 #else
 namespace attain::mla {
-const Ukernels* avx512_ukernels() { return nullptr; }
+const Ukernels* avx512_ukernels() {
+  return nullptr;
+}
 }  // namespace attain::mla
 #endif

@@ -59,7 +59,9 @@ class NaiveKernel final : public Kernel {
   }
   void run() override {
     mla_check(p_);
-    for_requests(pool_, p_.b, [&](std::int64_t bi, int tid) { request(bi, scratch_[static_cast<std::size_t>(tid)]); });
+    for_requests(pool_, p_.b, [&](std::int64_t bi, int tid) {
+      request(bi, scratch_[static_cast<std::size_t>(tid)]);
+    });
   }
 
  private:
@@ -76,7 +78,8 @@ class NaiveKernel final : public Kernel {
   void request(std::int64_t bi, Scratch& sc) const {
     const std::int64_t M = p_.s_q * p_.h, seqlen = p_.seqlens[bi], ld = p_.max_blocks * kBlock;
     const DType qdt = p_.dtype == DType::f32 ? DType::f32 : DType::bf16;
-    const auto* qb = static_cast<const std::byte*>(p_.q) + static_cast<std::size_t>(bi * M * kDk) * dtype_size(qdt);
+    const auto* qb = static_cast<const std::byte*>(p_.q) +
+                     static_cast<std::size_t>(bi * M * kDk) * dtype_size(qdt);
     for (std::int64_t m = 0; m < M; ++m) {
       float* qm = sc.q.get() + m * kDk;
       uk_.convert(qdt, qb + static_cast<std::size_t>(m * kDk) * dtype_size(qdt), kDk, 1.0f, qm);
@@ -85,7 +88,8 @@ class NaiveKernel final : public Kernel {
     // Pass 1: every score of the sequence, materialized [M][seqlen].
     for (std::int64_t t = 0; t < seqlen; ++t) {
       mla::load_rows(uk_, p_.dtype, row_ptr(bi, t), 1, sc.row.get());
-      for (std::int64_t m = 0; m < M; ++m) sc.scores[m * ld + t] = uk_.dot(sc.q.get() + m * kDk, sc.row.get(), kDk);
+      for (std::int64_t m = 0; m < M; ++m)
+        sc.scores[m * ld + t] = uk_.dot(sc.q.get() + m * kDk, sc.row.get(), kDk);
     }
     // Softmax per row over its visible keys.
     std::vector<float> lse(static_cast<std::size_t>(M));
@@ -107,7 +111,8 @@ class NaiveKernel final : public Kernel {
     for (std::int64_t t = 0; t < seqlen; ++t) {
       mla::load_rows(uk_, p_.dtype, row_ptr(bi, t), 1, sc.row.get());
       for (std::int64_t m = 0; m < M; ++m)
-        if (t < visible(seqlen, p_.s_q, m / p_.h)) uk_.axpy(sc.scores[m * ld + t], sc.row.get(), sc.o.get() + m * kDv, kDv);
+        if (t < visible(seqlen, p_.s_q, m / p_.h))
+          uk_.axpy(sc.scores[m * ld + t], sc.row.get(), sc.o.get() + m * kDv, kDv);
     }
     mla::store_out(qdt, sc.o.get(), M * kDv, p_.o, bi * M * kDv);
     for (std::int64_t m = 0; m < M; ++m)
@@ -137,10 +142,10 @@ struct SeparateKvCase::Data {
   DType cache_dt, q_dt, out_dt;
   std::int64_t max_blocks = 0, pool = 0;
   bool aliased = false;
-  float k_scale = 1, v_scale = 1;  // fp8 only: one scale per tensor
-  std::vector<std::uint16_t> q16;  // [b, s_q, h, 192] bf16, or
-  std::vector<float> q32;          //                   fp32
-  mla::FloatBuf k_f32, v_f32;      // fp32 caches
+  float k_scale = 1, v_scale = 1;                                  // fp8 only: one scale per tensor
+  std::vector<std::uint16_t> q16;                                  // [b, s_q, h, 192] bf16, or
+  std::vector<float> q32;                                          //                   fp32
+  mla::FloatBuf k_f32, v_f32;                                      // fp32 caches
   std::unique_ptr<std::uint8_t[], mla::FreeDeleter> k_raw, v_raw;  // bf16 / fp8 caches
   std::vector<std::int32_t> table, seqlens;
   std::vector<float> o, lse;  // o stored as fp32 values rounded to the output dtype
@@ -175,9 +180,15 @@ void fill_fast(DType dt, void* dst, std::size_t n, float scale, Rng& rng) {
   for (auto& v : tab) {
     const float x = rng.uniform();
     switch (dt) {
-      case DType::f32: std::memcpy(&v, &x, 4); break;
-      case DType::bf16: v = f32_to_bf16(x); break;
-      default: v = f32_to_e4m3(x / scale); break;
+      case DType::f32:
+        std::memcpy(&v, &x, 4);
+        break;
+      case DType::bf16:
+        v = f32_to_bf16(x);
+        break;
+      default:
+        v = f32_to_e4m3(x / scale);
+        break;
     }
   }
   std::uint64_t bits = 0;
@@ -223,7 +234,9 @@ class SeparateKvKernel final : public Kernel {
     }
   }
   void run() override {
-    for_requests(pool_, d_.op.b, [&](std::int64_t bi, int tid) { request(bi, scratch_[static_cast<std::size_t>(tid)]); });
+    for_requests(pool_, d_.op.b, [&](std::int64_t bi, int tid) {
+      request(bi, scratch_[static_cast<std::size_t>(tid)]);
+    });
   }
 
  private:
@@ -237,7 +250,8 @@ class SeparateKvKernel final : public Kernel {
     const std::int64_t H = op.h, M = op.s_q * H, seqlen = d_.seqlens[static_cast<std::size_t>(bi)];
     const float scale = static_cast<float>(kMlaSoftmaxScale);
     for (std::int64_t m = 0; m < M; ++m)
-      for (int k = 0; k < kDqk; ++k) s.q[m * kDqk + k] = d_.qval(static_cast<std::size_t>((bi * M + m) * kDqk + k)) * scale;
+      for (int k = 0; k < kDqk; ++k)
+        s.q[m * kDqk + k] = d_.qval(static_cast<std::size_t>((bi * M + m) * kDqk + k)) * scale;
     std::fill_n(s.o.get(), M * kDvh, 0.0f);
     std::fill(s.mx.begin(), s.mx.end(), -kInf);
     std::fill(s.l.begin(), s.l.end(), 0.0f);
@@ -256,13 +270,15 @@ class SeparateKvKernel final : public Kernel {
         }
       // Online softmax per (query, head), then P.V with each V row read once.
       for (std::int64_t m = 0; m < M; ++m) {
-        const std::int64_t vis = std::clamp<std::int64_t>(visible(seqlen, op.s_q, m / H) - t0, 0, nt);
+        const std::int64_t vis =
+            std::clamp<std::int64_t>(visible(seqlen, op.s_q, m / H) - t0, 0, nt);
         float* sc = s.sc.get() + m * kBlock;
         if (vis == 0) {
           std::fill_n(sc, nt, 0.0f);
           continue;
         }
-        const float mnew = std::max(s.mx[static_cast<std::size_t>(m)], *std::max_element(sc, sc + vis));
+        const float mnew =
+            std::max(s.mx[static_cast<std::size_t>(m)], *std::max_element(sc, sc + vis));
         const float alpha = std::exp(s.mx[static_cast<std::size_t>(m)] - mnew);
         const float sum = uk_.exp_sum(sc, static_cast<int>(vis), mnew);
         std::fill(sc + vis, sc + nt, 0.0f);
@@ -324,14 +340,16 @@ SeparateKvCase::SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max
   std::iota(perm.begin(), perm.end(), 0);
   for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
   d.table.resize(static_cast<std::size_t>(needed));
-  for (std::int64_t i = 0; i < needed; ++i) d.table[static_cast<std::size_t>(i)] = perm[static_cast<std::size_t>(i % d.pool)];
+  for (std::int64_t i = 0; i < needed; ++i)
+    d.table[static_cast<std::size_t>(i)] = perm[static_cast<std::size_t>(i % d.pool)];
   d.seqlens.assign(static_cast<std::size_t>(op.b), static_cast<std::int32_t>(op.s));
   if (!seqlens.empty()) {
     if (static_cast<std::int64_t>(seqlens.size()) != op.b)
       throw InputError(fmt::format("separate_kv: {} seqlens for b={}", seqlens.size(), op.b));
     for (std::size_t i = 0; i < seqlens.size(); ++i) {
       if (seqlens[i] < 0 || seqlens[i] > op.s)
-        throw InputError(fmt::format("separate_kv: seqlens[{}] = {} outside [0, {}]", i, seqlens[i], op.s));
+        throw InputError(
+            fmt::format("separate_kv: seqlens[{}] = {} outside [0, {}]", i, seqlens[i], op.s));
       d.seqlens[i] = seqlens[i];
     }
   }
@@ -359,8 +377,10 @@ SeparateKvCase::SeparateKvCase(const Op& op, std::uint64_t seed, std::size_t max
     fill_fast(d.cache_dt, d.k_raw.get(), k_n, d.k_scale, rng);
     fill_fast(d.cache_dt, d.v_raw.get(), v_n, d.v_scale, rng);
   }
-  d.o.assign(static_cast<std::size_t>(op.b * op.s_q * op.h * kDvh), std::numeric_limits<float>::quiet_NaN());
-  d.lse.assign(static_cast<std::size_t>(op.b * op.h * op.s_q), std::numeric_limits<float>::quiet_NaN());
+  d.o.assign(static_cast<std::size_t>(op.b * op.s_q * op.h * kDvh),
+             std::numeric_limits<float>::quiet_NaN());
+  d.lse.assign(static_cast<std::size_t>(op.b * op.h * op.s_q),
+               std::numeric_limits<float>::quiet_NaN());
 }
 
 SeparateKvCase::~SeparateKvCase() = default;
@@ -384,21 +404,27 @@ Verification SeparateKvCase::verify(std::int64_t max_rows) const {
   const auto load = [&](const std::byte* p, int len, float sc) {
     for (int k = 0; k < len; ++k) {
       switch (dt) {
-        case DType::f32: std::memcpy(&row[static_cast<std::size_t>(k)], p + 4 * k, 4); break;
+        case DType::f32:
+          std::memcpy(&row[static_cast<std::size_t>(k)], p + 4 * k, 4);
+          break;
         case DType::bf16: {
           std::uint16_t h;
           std::memcpy(&h, p + 2 * k, 2);
           row[static_cast<std::size_t>(k)] = bf16_to_f32(h);
           break;
         }
-        default: row[static_cast<std::size_t>(k)] = e4m3_to_f32(static_cast<std::uint8_t>(p[k])) * sc; break;
+        default:
+          row[static_cast<std::size_t>(k)] = e4m3_to_f32(static_cast<std::uint8_t>(p[k])) * sc;
+          break;
       }
     }
   };
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = n == total ? i : static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(total)));
+    const std::int64_t r =
+        n == total ? i : static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(total)));
     const std::int64_t bi = r / (op.s_q * op.h), qi = (r / op.h) % op.s_q, hi = r % op.h;
-    const std::int64_t seqlen = d.seqlens[static_cast<std::size_t>(bi)], vis = visible(seqlen, op.s_q, qi);
+    const std::int64_t seqlen = d.seqlens[static_cast<std::size_t>(bi)],
+                       vis = visible(seqlen, op.s_q, qi);
     const std::size_t qoff = static_cast<std::size_t>(r * kDqk);
     std::vector<double> sc(static_cast<std::size_t>(vis));
     double mx = -INFINITY;
@@ -406,7 +432,9 @@ Verification SeparateKvCase::verify(std::int64_t max_rows) const {
       const std::int64_t blk = d.table[static_cast<std::size_t>(bi * d.max_blocks + t / kBlock)];
       load(d.krow(blk, t % kBlock, hi), kDqk, d.kscale());
       double acc = 0;
-      for (int k = 0; k < kDqk; ++k) acc += static_cast<double>(d.qval(qoff + static_cast<std::size_t>(k))) * row[static_cast<std::size_t>(k)];
+      for (int k = 0; k < kDqk; ++k)
+        acc += static_cast<double>(d.qval(qoff + static_cast<std::size_t>(k))) *
+               row[static_cast<std::size_t>(k)];
       sc[static_cast<std::size_t>(t)] = acc * kMlaSoftmaxScale;
       mx = std::max(mx, sc[static_cast<std::size_t>(t)]);
     }
@@ -417,7 +445,8 @@ Verification SeparateKvCase::verify(std::int64_t max_rows) const {
       load(d.vrow(blk, t % kBlock, hi), kDvh, d.vscale());
       const double p = std::exp(sc[static_cast<std::size_t>(t)] - mx);
       sum += p;
-      for (int k = 0; k < kDvh; ++k) o[static_cast<std::size_t>(k)] += p * row[static_cast<std::size_t>(k)];
+      for (int k = 0; k < kDvh; ++k)
+        o[static_cast<std::size_t>(k)] += p * row[static_cast<std::size_t>(k)];
     }
     for (int k = 0; k < kDvh; ++k) {
       const double ref = vis > 0 ? o[static_cast<std::size_t>(k)] / sum : 0.0;
@@ -445,12 +474,15 @@ Verification SeparateKvCase::verify(std::int64_t max_rows) const {
   }
   res.error = std::max(ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), lse_err);
   res.ok = res.error <= res.tolerance;
-  if (!res.ok) res.detail = fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
+  if (!res.ok)
+    res.detail =
+        fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
   return res;
 }
 
 std::size_t SeparateKvCase::cache_bytes_read() const {
-  const std::int64_t rows = std::accumulate(d_->seqlens.begin(), d_->seqlens.end(), std::int64_t{0});
+  const std::int64_t rows =
+      std::accumulate(d_->seqlens.begin(), d_->seqlens.end(), std::int64_t{0});
   return static_cast<std::size_t>(rows * d_->op.h * (kDqk + kDvh)) * d_->es();
 }
 std::size_t SeparateKvCase::footprint_bytes() const {
@@ -460,10 +492,15 @@ double SeparateKvCase::flops() const {
   const Op& op = d_->op;
   double pairs = 0;
   for (const std::int32_t s : d_->seqlens)
-    for (std::int64_t qi = 0; qi < op.s_q; ++qi) pairs += static_cast<double>(visible(s, op.s_q, qi));
+    for (std::int64_t qi = 0; qi < op.s_q; ++qi)
+      pairs += static_cast<double>(visible(s, op.s_q, qi));
   return 2.0 * static_cast<double>(op.h) * pairs * (kDqk + kDvh);
 }
-bool SeparateKvCase::aliased() const { return d_->aliased; }
-std::int64_t SeparateKvCase::pool_blocks() const { return d_->pool; }
+bool SeparateKvCase::aliased() const {
+  return d_->aliased;
+}
+std::int64_t SeparateKvCase::pool_blocks() const {
+  return d_->pool;
+}
 
 }  // namespace attain

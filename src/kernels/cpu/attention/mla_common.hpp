@@ -18,7 +18,9 @@ struct FreeDeleter {
 using FloatBuf = std::unique_ptr<float[], FreeDeleter>;
 FloatBuf alloc_floats(std::size_t n);
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Cache row bytes of a cache dtype.
 inline std::size_t row_bytes(DType dt) {

@@ -47,7 +47,8 @@ void load_rows(const Ukernels& uk, DType dt, const std::byte* src, int rows, flo
 
 void store_out(DType out, const float* src, std::int64_t n, void* dst, std::int64_t offset) {
   if (out == DType::f32) {
-    std::memcpy(static_cast<float*>(dst) + offset, src, sizeof(float) * static_cast<std::size_t>(n));
+    std::memcpy(static_cast<float*>(dst) + offset, src,
+                sizeof(float) * static_cast<std::size_t>(n));
     return;
   }
   auto* o = static_cast<std::uint16_t*>(dst) + offset;
@@ -117,8 +118,9 @@ void mla_check(const MlaParams& p) {
     throw InputError(fmt::format("mla_decode: cache dtype {} not supported (bf16, fp8, fp32)",
                                  dtype_name(p.dtype)));
   if (p.b < 0 || p.h < 1 || p.s_q < 1 || p.max_blocks < 0 || p.num_blocks < 0)
-    throw InputError(fmt::format("mla_decode: bad dims b={} h={} s_q={} max_blocks={} num_blocks={}",
-                                 p.b, p.h, p.s_q, p.max_blocks, p.num_blocks));
+    throw InputError(
+        fmt::format("mla_decode: bad dims b={} h={} s_q={} max_blocks={} num_blocks={}", p.b, p.h,
+                    p.s_q, p.max_blocks, p.num_blocks));
   if (p.b == 0) return;
   if (!p.q || !p.kcache || !p.block_table || !p.seqlens || !p.o || !p.lse)
     throw InputError("mla_decode: a tensor pointer is null");
@@ -181,7 +183,8 @@ struct MlaDecoder::Impl {
     if (isa == "scalar") return mla::scalar_ukernels();
     if (isa == "avx2" || isa == "avx512") {
       const mla::Ukernels* a = isa == "avx2" ? mla::avx2_ukernels() : mla::avx512_ukernels();
-      if (a == nullptr) throw InputError(fmt::format("mla_decode: this CPU (or build) cannot run {}", isa));
+      if (a == nullptr)
+        throw InputError(fmt::format("mla_decode: this CPU (or build) cannot run {}", isa));
       return *a;
     }
     throw InputError(fmt::format("mla_decode: unknown isa '{}' (auto, avx512, avx2, scalar)", isa));
@@ -192,20 +195,25 @@ struct MlaDecoder::Impl {
 
 void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc) const {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const std::int64_t bi = u.request, M = p.s_q * p.h, mpad = ceil_div(M, uk.mpad_align) * uk.mpad_align;
+  const std::int64_t bi = u.request, M = p.s_q * p.h,
+                     mpad = ceil_div(M, uk.mpad_align) * uk.mpad_align;
   const int mp = static_cast<int>(mpad);
   const std::int64_t seqlen = p.seqlens[bi];
   const DType qdt = p.dtype == DType::f32 ? DType::f32 : DType::bf16;
   const std::size_t qes = dtype_size(qdt), rb = mla::row_bytes(p.dtype);
-  const auto* qbase = static_cast<const std::byte*>(p.q) + static_cast<std::size_t>(bi * M * kDk) * qes;
+  const auto* qbase =
+      static_cast<const std::byte*>(p.q) + static_cast<std::size_t>(bi * M * kDk) * qes;
   // qt[k][m] = scale * q[m][k]; columns past M are 0 and masked (vis = 0). Transposed 16 rows
   // at a time through kf (free until the first block), so qt is written in contiguous runs.
   float* rows = sc.kf.get();
   for (std::int64_t m0 = 0; m0 < mpad; m0 += 16) {
     const std::int64_t n = std::min<std::int64_t>(16, mpad - m0);
     for (std::int64_t r = 0; r < n; ++r) {
-      if (m0 + r < M) uk.convert(qdt, qbase + static_cast<std::size_t>((m0 + r) * kDk) * qes, kDk, 1.0f, rows + r * kDk);
-      else std::fill_n(rows + r * kDk, kDk, 0.0f);
+      if (m0 + r < M)
+        uk.convert(qdt, qbase + static_cast<std::size_t>((m0 + r) * kDk) * qes, kDk, 1.0f,
+                   rows + r * kDk);
+      else
+        std::fill_n(rows + r * kDk, kDk, 0.0f);
     }
     for (int k = 0; k < kDk; ++k) {
       float* dst = sc.qt.get() + k * mpad + m0;
@@ -219,7 +227,8 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
   for (std::int64_t j = u.block_begin; j < u.block_end; ++j) {
     const std::int64_t t0 = j * kBlock;
     const int nt = static_cast<int>(std::min<std::int64_t>(kBlock, seqlen - t0));
-    const std::byte* src = cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j]) * kBlock * rb;
+    const std::byte* src =
+        cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j]) * kBlock * rb;
     const float* kf = reinterpret_cast<const float*>(src);  // fp32 cache: used in place
     if (p.dtype != DType::f32) {
       mla::load_rows(uk, p.dtype, src, nt, sc.kf.get());
@@ -228,13 +237,15 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
     for (std::int64_t m = 0; m < mpad; ++m) {
       const std::int64_t qi = m / p.h;
       const std::int64_t v = m < M ? seqlen - p.s_q + qi + 1 - t0 : 0;
-      sc.vis[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(std::clamp<std::int64_t>(v, 0, nt));
+      sc.vis[static_cast<std::size_t>(m)] =
+          static_cast<std::int32_t>(std::clamp<std::int64_t>(v, 0, nt));
     }
     const std::byte* next = nullptr;
     int next_lines = 0;
     if (j + 1 < u.block_end) {
       const std::int64_t nnt = std::min<std::int64_t>(kBlock, seqlen - t0 - kBlock);
-      next = cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j + 1]) * kBlock * rb;
+      next =
+          cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j + 1]) * kBlock * rb;
       next_lines = static_cast<int>(mla::ceil_div(nnt * static_cast<std::int64_t>(rb), 64));
     }
     uk.qk(kf, nt, sc.qt.get(), mp, sc.st.get(), next, next_lines);
@@ -242,7 +253,8 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
     uk.pv(sc.st.get(), nt, mp, kf, static_cast<int>(M), sc.alpha.get(), sc.o.get());
   }
   // Normalize; write the final output or this split's partial.
-  float* o = u.partial < 0 ? sc.o.get() : part_o.get() + static_cast<std::size_t>(u.partial * mpad_max * kDv);
+  float* o = u.partial < 0 ? sc.o.get()
+                           : part_o.get() + static_cast<std::size_t>(u.partial * mpad_max * kDv);
   float* lse_part = part_lse.get() + static_cast<std::size_t>(std::max(0, u.partial) * mpad_max);
   for (std::int64_t m = 0; m < M; ++m) {
     const float l = sc.l[m];
@@ -258,7 +270,8 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
       lse_part[m] = lse;
     }
   }
-  if (u.partial < 0) mla::store_out(p.dtype == DType::f32 ? DType::f32 : DType::bf16, o, M * kDv, p.o, bi * M * kDv);
+  if (u.partial < 0)
+    mla::store_out(p.dtype == DType::f32 ? DType::f32 : DType::bf16, o, M * kDv, p.o, bi * M * kDv);
 }
 
 void MlaDecoder::Impl::combine(const MlaParams& p, const MlaSchedule& s, int tid) const {
@@ -298,8 +311,12 @@ void MlaDecoder::Impl::combine(const MlaParams& p, const MlaSchedule& s, int tid
 MlaDecoder::MlaDecoder(std::int64_t max_rows, int threads, std::string_view isa)
     : impl_(std::make_unique<Impl>(std::max<std::int64_t>(1, max_rows), threads, isa)) {}
 MlaDecoder::~MlaDecoder() = default;
-int MlaDecoder::threads() const { return impl_->pool.size(); }
-std::string MlaDecoder::isa() const { return impl_->uk.isa; }
+int MlaDecoder::threads() const {
+  return impl_->pool.size();
+}
+std::string MlaDecoder::isa() const {
+  return impl_->uk.isa;
+}
 
 void MlaDecoder::run(const MlaParams& p) {
   mla_check(p);
@@ -322,7 +339,8 @@ void mla_decode(const MlaParams& p, int threads) {
 
 MlaParams mla_params(TensorSet& set) {
   const Op& op = set.op();
-  if (op.kind != OpKind::mla_decode) throw InputError("mla_params: not an mla_decode op: " + op.spec());
+  if (op.kind != OpKind::mla_decode)
+    throw InputError("mla_params: not an mla_decode op: " + op.spec());
   MlaParams p;
   p.dtype = op.dtype;
   p.q = set["q"].data;

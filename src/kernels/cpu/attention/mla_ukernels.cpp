@@ -14,7 +14,9 @@ namespace {
 
 void convert(DType dt, const void* src, int n, float scale, float* dst) {
   switch (dt) {
-    case DType::f32: std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n)); break;
+    case DType::f32:
+      std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+      break;
     case DType::bf16: {
       const auto* p = static_cast<const std::uint16_t*>(src);
       for (int i = 0; i < n; ++i) dst[i] = bf16_to_f32(p[i]);
@@ -26,11 +28,13 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
       for (int i = 0; i < n; ++i) dst[i] = tab[p[i]] * scale;
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
-void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf, int pf_lines) {
+void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf,
+        int pf_lines) {
   const char* line = static_cast<const char*>(pf);
   for (int i = 0; i < pf_lines; ++i) __builtin_prefetch(line + 64 * i);
   for (int t = 0; t < nt; ++t) {

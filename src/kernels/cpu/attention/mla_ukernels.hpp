@@ -37,9 +37,9 @@ struct Ukernels {
   void (*pv)(const float* st, int nt, int mpad, const float* kf, int rows, const float* alpha,
              float* o);
   // Baselines (GEMV style, no register blocking).
-  float (*dot)(const float* a, const float* b, int n);          // n a multiple of 8
-  void (*axpy)(float a, const float* x, float* y, int n);       // y += a x
-  float (*exp_sum)(float* x, int n, float shift);               // x := exp(x - shift), returns sum
+  float (*dot)(const float* a, const float* b, int n);     // n a multiple of 8
+  void (*axpy)(float a, const float* x, float* y, int n);  // y += a x
+  float (*exp_sum)(float* x, int n, float shift);          // x := exp(x - shift), returns sum
 };
 
 const Ukernels& scalar_ukernels();
