@@ -344,8 +344,10 @@ struct MoeBenchResult {
   int ranks = 1;
   std::string transport, expert_backend;
   TransferStats dispatch, combine;
-  double notify_us = 0;  // normal mode layout exchange (plan), once per routing
-  double copy_gbps = 0;  // the denominator of bandwidth_fraction
+  double notify_us = 0;         // normal mode layout exchange (plan), once per routing
+  double copy_gbps = 0;         // the denominator of bandwidth_fraction: the larger of
+  double copy_gbps_probe = 0;   //   the probed all-thread copy bandwidth (attain probe) and
+  double copy_gbps_memcpy = 0;  //   a memcpy run by every rank at once, measured here
   bool verified = false;
   std::string verification;  // what was checked, or what failed
   std::optional<double> serial_ms, overlapped_ms, comm_ms, hidden_fraction;  // overlap

@@ -175,6 +175,8 @@ const bool registered = add_command([](CLI::App& app) {
         {"combine", to_json(r.combine)},
         {"notify_us", r.notify_us},
         {"copy_gbps", r.copy_gbps},
+        {"copy_gbps_probe", r.copy_gbps_probe},
+        {"copy_gbps_memcpy", r.copy_gbps_memcpy},
         {"overlap",
          {{"serial_ms", opt(r.serial_ms)},
           {"overlapped_ms", opt(r.overlapped_ms)},

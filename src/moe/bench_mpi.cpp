@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <set>
 #include <tuple>
 
@@ -199,6 +201,44 @@ double machine_copy_gbps(int me) {
   return v;
 }
 
+// Evicts the LLC (cold-cache timing, as everywhere in attain): every rank rewrites 96 MiB.
+void flush_llc() {
+  static std::vector<unsigned char> junk(std::size_t{96} << 20, 1);
+  unsigned sum = 0;
+  for (std::size_t i = 0; i < junk.size(); i += 64) sum += ++junk[i];
+  static std::atomic<unsigned> sink;  // keeps the loop from being optimized away
+  sink.fetch_add(sum, std::memory_order_relaxed);
+}
+
+// Every rank copies at once, as in a transfer: what the memory system gives this job now (read +
+// write counted). Two ways, the faster counts: one large memcpy (glibc streams it with
+// non-temporal stores) and the same bytes in rows of the transfer's row size (ordinary
+// stores, as the transfer's copies). Buffers of 64-256 MiB: far beyond the LLC, so cold.
+double concurrent_copy_gbps(double bytes_per_rank, std::size_t row, int reps) {
+  const auto n =
+      static_cast<std::size_t>(std::clamp(bytes_per_rank, 64.0 * (1 << 20), 256.0 * (1 << 20)));
+  std::vector<char> a(n, 1), b(n, 2);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  double best = 1e30;
+  for (int i = 0; i < 2 * reps; ++i) {
+    flush_llc();
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = Clock::now();
+    if (i % 2 == 0) {
+      std::memcpy(b.data(), a.data(), n);
+    } else {
+      for (std::size_t o = 0; o < n; o += row)
+        std::memcpy(b.data() + o, a.data() + o, std::min(row, n - o));
+    }
+    double t = since(t0);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    best = std::min(best, t);
+    a.swap(b);
+  }
+  return 2.0 * static_cast<double>(n) * ranks / best / 1e9;
+}
+
 void inject_fault(const std::string& fault, int me) {
   if (fault.empty()) return;
   const auto colon = fault.find(':');
@@ -242,7 +282,15 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
   res.ranks = R;
   res.transport = std::string(transport_name(comm.transport()));
   res.expert_backend = c.expert_backend.empty() ? default_backend() : c.expert_backend;
-  res.copy_gbps = copy_gbps;
+  res.copy_gbps_probe = copy_gbps;
+  {
+    // Sized like this rank's dispatch traffic.
+    const double per_rank = static_cast<double>(c.tokens) * static_cast<double>(c.hidden) *
+                            (c.dtype == Payload::fp8 ? 1.0 : 2.0) * (R - 1);
+    res.copy_gbps_memcpy = concurrent_copy_gbps(
+        per_rank, static_cast<std::size_t>(c.hidden * (c.dtype == Payload::fp8 ? 1 : 2)), 4);
+  }
+  res.copy_gbps = std::max(res.copy_gbps_probe, res.copy_gbps_memcpy);
 
   // ---- inputs of every rank (each rank rebuilds all, to check what arrived)
   std::vector<RankInput> all;
@@ -287,10 +335,12 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
   std::vector<double> dt(idx(n)), dx(idx(n)), dl(idx(n)), ct(idx(n)), cx(idx(n)), cl(idx(n));
   double dbytes = 0, cbytes = 0;
   for (int i = -1; i < n; ++i) {  // i = -1: warm-up
+    flush_llc();
     comm.barrier();
     if (i == 0) inject_fault(c.fault, me);  // testing aid: a rank dies or hangs mid-run
     auto h = comm.dispatch(mine.routing, mine.x, rows_of(buf), &st);
     h.wait();
+    flush_llc();
     comm.barrier();
     auto g = comm.combine(st, buf.output(), out.data());
     g.wait();

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "attain/moe.hpp"
+#include "moe/reduce_kernels.hpp"
 
 namespace attain::moe {
 
@@ -168,7 +169,8 @@ struct ExpertComm::Impl {
   std::int64_t slots = 0;
   // Sequence numbers (identical on every rank: operations are collective and ordered)
   std::int64_t seq_d = 0, seq_c = 0, seq_b = 0, seq_p = 0;
-  std::vector<std::byte> stage;  // rma: rows staged for one MPI_Put
+  std::vector<std::byte> stage;        // rma: rows staged for one MPI_Put
+  std::vector<std::uint16_t> partial;  // normal combine: partial sums for one rank
   // Communication thread
   std::thread worker;
   std::mutex qmu;
@@ -501,58 +503,60 @@ struct ExpertComm::Impl {
     tm.local_s = since(t1);
   }
 
+  // Normal combine, DeepEP's decomposition: (1) each received token's local expert outputs,
+  // weighted and summed into one partial row (local work); (2) the partials go back to their
+  // source rank, once per (token, rank) (the transfer); (3) the source sums its partials.
   void combine_normal(const DispatchState& st, const std::uint16_t* y, std::uint16_t* out,
                       OpTiming& tm) {
     const auto t0 = Clock::now();
     const std::int64_t c = ++seq_c;
     const std::int64_t T = cfg.max_tokens, H = cfg.hidden;
+    const auto& ops = detail::row_ops();
     std::vector<float> acc(idx(H));
-    // 1. Each received token: its local experts' outputs, weighted and summed, sent back once.
-    for (int k = 0; k <= R - 1; ++k) {
+    partial.resize(idx(T * H));
+    double local = 0;
+    for (int k = 0; k < R; ++k) {
       const int dest = (me + R - k) % R;  // my own tokens first, then the others staggered
-      if (dest != me)
-        wait_for(slot(kCFree, dest), c - 1, dest, "combine: receiver releasing its buffer");
+      const auto tr = Clock::now();
       const std::int64_t n = st.recv_tokens[idx(dest)];
       const std::size_t off = off_c + idx(me * T * H * 2);
-      auto* dst = reinterpret_cast<std::uint16_t*>(target(dest, off, idx(n * H * 2)));
+      // My own partials go straight to my region C; the others' are staged, then sent.
+      auto* dst = dest == me ? reinterpret_cast<std::uint16_t*>(base + off) : partial.data();
       for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t tok = st.recv_begin[idx(dest)] + i;
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (std::int64_t q = st.tok_rows_ptr[idx(tok)]; q < st.tok_rows_ptr[idx(tok + 1)]; ++q) {
           const std::int32_t row = st.tok_rows[idx(q)];
-          const float w = st.row_weight[idx(row)];
-          const std::uint16_t* yr = y + idx(row * H);
-          for (std::int64_t j = 0; j < H; ++j) acc[idx(j)] += w * bf16_to_f32(yr[idx(j)]);
+          ops.axpy(acc.data(), y + idx(row * H), st.row_weight[idx(row)], H);
         }
-        std::uint16_t* d = dst + idx(i * H);
-        for (std::int64_t j = 0; j < H; ++j) d[idx(j)] = f32_to_bf16(acc[idx(j)]);
+        ops.store(dst + idx(i * H), acc.data(), H);
       }
-      commit(dest, off, idx(n * H * 2));
-      if (dest != me) {
-        store(dest, slot(kCData, me), c);
-        tm.bytes_out += static_cast<double>(n * H * 2);
-      }
+      local += since(tr);
+      if (dest == me) continue;
+      wait_for(slot(kCFree, dest), c - 1, dest, "combine: receiver releasing its buffer");
+      put(dest, off, partial.data(), idx(n * H * 2));
+      store(dest, slot(kCData, me), c);
+      tm.bytes_out += static_cast<double>(n * H * 2);
     }
     for (int src = 0; src < R; ++src)
       if (src != me) wait_for(slot(kCData, src), c, src, "combine: waiting for expert outputs");
     sync_local();
-    tm.transfer_s = since(t0);
+    tm.transfer_s = since(t0) - local;
     const auto t1 = Clock::now();
-    // 2. Sum the partials of every rank each token went to.
     for (std::int64_t t = 0; t < st.tokens; ++t) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int r = 0; r < R; ++r) {
         const std::int32_t i = st.pos[idx(t * R + r)];
         if (i < 0) continue;
-        const auto* p =
-            reinterpret_cast<const std::uint16_t*>(base + off_c + idx((r * T + i) * H * 2));
-        for (std::int64_t j = 0; j < H; ++j) acc[idx(j)] += bf16_to_f32(p[idx(j)]);
+        ops.axpy(acc.data(),
+                 reinterpret_cast<const std::uint16_t*>(base + off_c + idx((r * T + i) * H * 2)),
+                 1.0f, H);
       }
-      for (std::int64_t j = 0; j < H; ++j) out[idx(t * H + j)] = f32_to_bf16(acc[idx(j)]);
+      ops.store(out + idx(t * H), acc.data(), H);
     }
     for (int src = 0; src < R; ++src)
       if (src != me) store(src, slot(kCFree, me), c);
-    tm.local_s = since(t1);
+    tm.local_s = local + since(t1);
   }
 
   void dispatch_ll(const Routing& rt, const Tokens& x, ExpertRows out, DispatchState* st,
@@ -651,17 +655,17 @@ struct ExpertComm::Impl {
     tm.transfer_s = since(t0);
     const auto t1 = Clock::now();
     const Routing& rt = *st.routing;
+    const auto& ops = detail::row_ops();
     std::vector<float> acc(idx(H));
     for (std::int64_t t = 0; t < st.tokens; ++t) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (std::int64_t k = 0; k < K; ++k) {
         if (rt.id(t, static_cast<int>(k)) < 0) continue;
-        const float w = rt.weight(t, static_cast<int>(k));
-        const auto* p =
-            reinterpret_cast<const std::uint16_t*>(base + off_c + idx((t * K + k) * H * 2));
-        for (std::int64_t j = 0; j < H; ++j) acc[idx(j)] += w * bf16_to_f32(p[idx(j)]);
+        ops.axpy(acc.data(),
+                 reinterpret_cast<const std::uint16_t*>(base + off_c + idx((t * K + k) * H * 2)),
+                 rt.weight(t, static_cast<int>(k)), H);
       }
-      for (std::int64_t j = 0; j < H; ++j) out[idx(t * H + j)] = f32_to_bf16(acc[idx(j)]);
+      ops.store(out + idx(t * H), acc.data(), H);
     }
     for (int r = 0; r < R; ++r)
       if (r != me) store(r, slot(kCFree, me), c);
