@@ -49,7 +49,9 @@ TEST_P(VerifyEveryKind, ReferencePassesAndCorruptionFails) {
   if (out.desc.dtype == DType::f32) out.as<float>()[i] = out.as<float>()[i] * 50 + 10;
   else out.as<std::uint16_t>()[i] = out.desc.dtype == DType::bf16 ? f32_to_bf16(1e4f) : f32_to_f16(1e4f);
   EXPECT_FALSE(verify(set).ok);
-  if (set.op().kind != OpKind::mla_decode) EXPECT_FALSE(verify(set, 0).ok);
+  if (set.op().kind != OpKind::mla_decode) {
+    EXPECT_FALSE(verify(set, 0).ok);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, VerifyEveryKind,
