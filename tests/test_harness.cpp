@@ -102,7 +102,7 @@ TEST(Results, RoundTripAndSchemaErrors) {
   f.created = "2026-11-30T00:00:00Z";
   f.machine.cpu_model = "test cpu";
   f.machine.threads = 2;
-  f.machine.roofline = {0.19, 17.7, "probe"};
+  f.machine.roofline.peak_tflops = 0.19, f.machine.roofline.bw_gbps = 17.7, f.machine.roofline.source = "probe";
   Result r;
   r.op = {Op::parse("gemm:m=8,n=64,k=64,dtype=fp32"), {"m", "qkv", "decode", 8, 1024, 32}};
   r.backend = "openblas", r.median_s = 1e-5, r.min_s = 9e-6, r.reps = 10, r.flops = r.op.op.flops();

@@ -46,7 +46,7 @@ ResultsFile host_file() {
   f.command = "attain bench --suite quick";
   f.machine.device = "host";
   f.machine.threads = 2;
-  f.machine.roofline = {0.189, 17.7, "probe (2 threads)"};
+  f.machine.roofline.peak_tflops = 0.189, f.machine.roofline.bw_gbps = 17.7, f.machine.roofline.source = "probe (2 threads)";
   const char* specs[] = {"gemm:m=8,n=512,k=512,dtype=fp32", "gemm:m=256,n=256,k=256,dtype=bf16",
                          "grouped_gemm:groups=4,m=16,n=128,k=256,dtype=bf16",
                          "mla_decode:b=2,s=256,h=16,dtype=bf16"};

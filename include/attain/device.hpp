@@ -38,6 +38,7 @@ struct HostCeilings {
   CpuFeatures isa;
   std::int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
   double fma_gflops_1t = 0, fma_gflops_all = 0;  // fp32 FMA peak
+  double bf16_gflops_1t = 0, bf16_gflops_all = 0;  // native bf16 dot peak (AVX512_BF16); 0: none
   double read_gbps_1t = 0, read_gbps_all = 0;    // streaming read
   double copy_gbps_1t = 0, copy_gbps_all = 0;    // read + write counted
   std::string fma_isa;                           // the FMA loop measured: avx512f, avx2, sse2
@@ -53,12 +54,14 @@ HostCeilings probe_host(bool refresh = false, bool progress = false);
 
 // The roofline an op is judged against.
 struct Roofline {
-  double peak_tflops = 0;  // compute ceiling for the op's dtype
+  double peak_tflops = 0;  // compute ceiling (fp32 FMA on a CPU; the dtype's peak on a device)
+  double bf16_peak_tflops = 0;  // where bf16 has a ceiling of its own (AVX512_BF16); 0: peak_tflops
   double bw_gbps = 0;      // memory ceiling
   std::string source;      // "probe (2 threads)", "device h200 datasheet", ...
   double attainable_tflops(const Op& op) const;
 };
-// Host roofline for `threads` threads: compute in fp32 FMA (no native bf16/fp8 here),
+// Host roofline for `threads` threads: compute in fp32 FMA, bf16 at the native bf16 dot peak
+// where the CPU has one (fp16/fp8 have no native product on x86 CPUs: fp32 FMA),
 // bandwidth = streaming read, interpolated between 1 and all threads.
 Roofline host_roofline(const HostCeilings& c, int threads);
 Roofline device_roofline(const DeviceSpec& d, DType dt);

@@ -45,8 +45,6 @@ struct ResultsFile {
   std::vector<Result> results;
 };
 
-nlohmann::json to_json(const HostCeilings& c);
-HostCeilings ceilings_from_json(const nlohmann::json& j, std::string_view origin);
 nlohmann::json to_json(const Result& r);
 nlohmann::json to_json(const ResultsFile& f);
 ResultsFile results_from_json(const nlohmann::json& j, std::string_view origin);  // throws InputError

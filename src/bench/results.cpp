@@ -1,5 +1,7 @@
 #include "attain/results.hpp"
 
+#include "device/probe.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -31,40 +33,6 @@ T get(const json& j, const char* key, std::string_view origin, T fallback, bool 
 }
 
 }  // namespace
-
-json to_json(const HostCeilings& c) {
-  return {{"cpu_model", c.cpu_model},       {"cores", c.cores},
-          {"l1d_bytes", c.l1d_bytes},       {"l2_bytes", c.l2_bytes},
-          {"l3_bytes", c.l3_bytes},         {"fma_gflops_1t", num(c.fma_gflops_1t)},
-          {"fma_gflops_all", num(c.fma_gflops_all)}, {"read_gbps_1t", num(c.read_gbps_1t)},
-          {"read_gbps_all", num(c.read_gbps_all)},   {"copy_gbps_1t", num(c.copy_gbps_1t)},
-          {"copy_gbps_all", num(c.copy_gbps_all)},   {"measured_at", c.measured_at},
-          {"isa", {{"avx2", c.isa.avx2}, {"fma", c.isa.fma}, {"f16c", c.isa.f16c}, {"avx512f", c.isa.avx512f},
-                   {"avx512bw", c.isa.avx512bw}, {"avx512_bf16", c.isa.avx512_bf16}, {"amx", c.isa.amx}}}};
-}
-
-HostCeilings ceilings_from_json(const json& j, std::string_view o) {
-  HostCeilings c;
-  if (!j.is_object()) return c;
-  c.cpu_model = get<std::string>(j, "cpu_model", o, "", false);
-  c.cores = get<int>(j, "cores", o, 0, false);
-  c.l1d_bytes = get<std::int64_t>(j, "l1d_bytes", o, 0, false);
-  c.l2_bytes = get<std::int64_t>(j, "l2_bytes", o, 0, false);
-  c.l3_bytes = get<std::int64_t>(j, "l3_bytes", o, 0, false);
-  c.fma_gflops_1t = get<double>(j, "fma_gflops_1t", o, 0, false);
-  c.fma_gflops_all = get<double>(j, "fma_gflops_all", o, 0, false);
-  c.read_gbps_1t = get<double>(j, "read_gbps_1t", o, 0, false);
-  c.read_gbps_all = get<double>(j, "read_gbps_all", o, 0, false);
-  c.copy_gbps_1t = get<double>(j, "copy_gbps_1t", o, 0, false);
-  c.copy_gbps_all = get<double>(j, "copy_gbps_all", o, 0, false);
-  c.measured_at = get<std::string>(j, "measured_at", o, "", false);
-  if (auto it = j.find("isa"); it != j.end() && it->is_object()) {
-    c.isa.avx2 = it->value("avx2", false), c.isa.fma = it->value("fma", false), c.isa.f16c = it->value("f16c", false);
-    c.isa.avx512f = it->value("avx512f", false), c.isa.avx512bw = it->value("avx512bw", false);
-    c.isa.avx512_bf16 = it->value("avx512_bf16", false), c.isa.amx = it->value("amx", false);
-  }
-  return c;
-}
 
 json to_json(const Result& r) {
   const auto& p = r.op.prov;
@@ -109,9 +77,10 @@ json to_json(const ResultsFile& f) {
             {"device", m.device},
             {"ceilings_used",
              {{"peak_tflops", num(m.roofline.peak_tflops)},
+              {"bf16_peak_tflops", num(m.roofline.bf16_peak_tflops)},
               {"bandwidth_gbps", num(m.roofline.bw_gbps)},
               {"source", m.roofline.source}}},
-            {"probe", to_json(m.ceilings)},
+            {"probe", probe::to_json(m.ceilings)},
             {"libraries", m.libraries}}},
           {"config", f.config.is_null() ? json::object() : f.config},
           {"results", results}};
@@ -135,9 +104,17 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
   if (auto c = m.find("ceilings_used"); c != m.end() && c->is_object()) {
     f.machine.roofline.peak_tflops = get<double>(*c, "peak_tflops", origin, 0, false);
     f.machine.roofline.bw_gbps = get<double>(*c, "bandwidth_gbps", origin, 0, false);
+    f.machine.roofline.bf16_peak_tflops = get<double>(*c, "bf16_peak_tflops", origin, 0, false);
     f.machine.roofline.source = get<std::string>(*c, "source", origin, "", false);
   }
-  if (auto p = m.find("probe"); p != m.end()) f.machine.ceilings = ceilings_from_json(*p, origin);
+  if (auto p = m.find("probe"); p != m.end() && p->is_object() && !p->empty()) {
+    // Imported and projected results carry no probe of their own; a partial one is dropped.
+    try {
+      f.machine.ceilings = probe::ceilings_from_json(*p);
+    } catch (const InputError&) {
+      f.machine.ceilings = {};
+    }
+  }
   if (auto l = m.find("libraries"); l != m.end() && l->is_object())
     for (auto it = l->begin(); it != l->end(); ++it)
       if (it->is_string()) f.machine.libraries[it.key()] = it->get<std::string>();

@@ -34,7 +34,7 @@ class PassBuilder {
     if (it != index_.end()) {  // same shape in two roles of the pass: one op, counts summed
       auto& e = ops_[it->second];
       e.prov.count += count;
-      if (e.prov.layer.find(layer) == std::string::npos) e.prov.layer += "+" + std::string(layer);
+      if (e.prov.layer.find(layer) == std::string::npos) e.prov.layer.append("+").append(layer);
       return;
     }
     index_.emplace(spec, ops_.size());

@@ -115,15 +115,15 @@ class Buffer {
 // threads are pinned to distinct CPUs and start together, so their rates add up. (With SMT
 // siblings on a busy machine the threads may not overlap and the sum can overstate the
 // all-thread peak: probe an idle machine.)
-double fma_gflops(const Kernels& k, std::int64_t iters, int threads, int trials) {
-  const double flops = static_cast<double>(iters) * fma_flops_per_iter(k);
+double loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int threads, int trials) {
+  const double flops = static_cast<double>(iters) * flops_per_iter;
   double best = 0;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> cpu_s(static_cast<std::size_t>(threads));
     run_parallel(threads, [&](int i) {
       timespec a{}, b{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-      g_sink = g_sink + k.fma(iters);
+      g_sink = g_sink + loop(iters);
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
       cpu_s[static_cast<std::size_t>(i)] = static_cast<double>(b.tv_sec - a.tv_sec) +
                                            1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec);
@@ -212,10 +212,21 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
     iters *= 4;
   }
   // FMA trials are short (fma_seconds each): take twice as many as for bandwidth.
-  c.fma_gflops_1t = fma_gflops(k, iters, 1, 2 * trials);
+  const double fpi = fma_flops_per_iter(k);
+  c.fma_gflops_1t = loop_gflops(k.fma, fpi, iters, 1, 2 * trials);
   say(fmt::format("fp32 FMA peak ({}), 1 thread: {:.1f} GFLOP/s", k.isa, c.fma_gflops_1t));
-  c.fma_gflops_all = all > 1 ? fma_gflops(k, iters, all, 2 * trials) : c.fma_gflops_1t;
+  c.fma_gflops_all = all > 1 ? loop_gflops(k.fma, fpi, iters, all, 2 * trials) : c.fma_gflops_1t;
   say(fmt::format("fp32 FMA peak ({}), {} threads: {:.1f} GFLOP/s", k.isa, all, c.fma_gflops_all));
+#if defined(__x86_64__)
+  // CPUs with a native bf16 dot product have a bf16 ceiling of their own (twice fp32's).
+  if (c.isa.avx512_bf16) {
+    c.bf16_gflops_1t = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, 1, 2 * trials);
+    say(fmt::format("bf16 dot peak (avx512_bf16), 1 thread: {:.1f} GFLOP/s", c.bf16_gflops_1t));
+    c.bf16_gflops_all =
+        all > 1 ? loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, all, 2 * trials) : c.bf16_gflops_1t;
+    say(fmt::format("bf16 dot peak (avx512_bf16), {} threads: {:.1f} GFLOP/s", all, c.bf16_gflops_all));
+  }
+#endif
 
   // Bandwidth: arrays far larger than the LLC, written first (untouched pages read as the
   // shared zero page and would fake bandwidth).
@@ -268,6 +279,8 @@ nlohmann::json to_json(const HostCeilings& c) {
           {"fma_isa", c.fma_isa},
           {"fma_gflops_1t", c.fma_gflops_1t},
           {"fma_gflops_all", c.fma_gflops_all},
+          {"bf16_gflops_1t", c.bf16_gflops_1t},
+          {"bf16_gflops_all", c.bf16_gflops_all},
           {"bw_array_bytes", c.bw_array_bytes},
           {"read_gbps_1t", c.read_gbps_1t},
           {"read_gbps_all", c.read_gbps_all},
@@ -307,6 +320,7 @@ HostCeilings ceilings_from_json(const nlohmann::json& j) {
   get(j, "fma_isa", c.fma_isa);
   get(j, "fma_gflops_1t", c.fma_gflops_1t), get(j, "fma_gflops_all", c.fma_gflops_all);
   get(j, "bw_array_bytes", c.bw_array_bytes);
+  get(j, "bf16_gflops_1t", c.bf16_gflops_1t), get(j, "bf16_gflops_all", c.bf16_gflops_all);
   get(j, "read_gbps_1t", c.read_gbps_1t), get(j, "read_gbps_all", c.read_gbps_all);
   get(j, "copy_gbps_1t", c.copy_gbps_1t), get(j, "copy_gbps_all", c.copy_gbps_all);
   get(j, "measured_at", c.measured_at);

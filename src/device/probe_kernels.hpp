@@ -33,6 +33,9 @@ Kernels kernels_sse2();  // baseline x86-64 (portable scalar code elsewhere)
 #if defined(__x86_64__)
 Kernels kernels_avx2();    // probe_kernels_avx2.cpp
 Kernels kernels_avx512();  // probe_kernels_avx512.cpp
+// 12 chains of vdpbf16ps (AVX512_BF16): 64 FLOPs per instruction, 12 per iteration.
+float bf16_dot_avx512(std::int64_t iters);  // probe_kernels_avx512bf16.cpp
+inline constexpr double kBf16FlopsPerIter = 64.0 * kFmaChains;
 #endif
 
 }  // namespace attain::probe

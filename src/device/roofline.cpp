@@ -11,7 +11,8 @@ double Roofline::attainable_tflops(const Op& op) const {
   const double bytes = op.bytes();
   const double mem_bound =
       bytes > 0 ? op.flops() / bytes * bw_gbps / 1e3 : peak_tflops;  // GB/s * FLOP/B
-  return std::min(peak_tflops, mem_bound);
+  const double peak = op.dtype == DType::bf16 && bf16_peak_tflops > 0 ? bf16_peak_tflops : peak_tflops;
+  return std::min(peak, mem_bound);
 }
 
 Roofline host_roofline(const HostCeilings& c, int threads) {
@@ -23,10 +24,14 @@ Roofline host_roofline(const HostCeilings& c, int threads) {
       all == 1 ? c.fma_gflops_1t
                : c.fma_gflops_1t + (c.fma_gflops_all - c.fma_gflops_1t) * (t - 1) / (all - 1);
   r.peak_tflops = gflops / 1e3;
+  if (c.bf16_gflops_1t > 0 && c.bf16_gflops_all > 0)
+    r.bf16_peak_tflops = (all == 1 ? c.bf16_gflops_1t
+                                   : c.bf16_gflops_1t + (c.bf16_gflops_all - c.bf16_gflops_1t) * (t - 1) / (all - 1)) /
+                         1e3;
   // Memory: one thread's streaming read per thread, up to what all threads reach.
   r.bw_gbps = std::min(c.read_gbps_all, t * c.read_gbps_1t);
-  r.source = fmt::format("probe ({} thread{}, fp32 {} FMA, streaming read)", t, t == 1 ? "" : "s",
-                         c.fma_isa.empty() ? "?" : c.fma_isa);
+  r.source = fmt::format("probe ({} thread{}, fp32 {} FMA{}, streaming read)", t, t == 1 ? "" : "s",
+                         c.fma_isa.empty() ? "?" : c.fma_isa, r.bf16_peak_tflops > 0 ? ", bf16 avx512_bf16 dot" : "");
   return r;
 }
 
