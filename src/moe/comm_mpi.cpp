@@ -123,19 +123,22 @@ struct Handle::State {
   std::exception_ptr err;
   OpTiming timing;
   double timeout_s = 30;
+  Clock::time_point started;  // when the communication thread began it (under mu)
   std::shared_ptr<std::atomic<int>> waiting_on;
 };
 
 void Handle::wait() {
   if (!st_) return;
   std::unique_lock lk(st_->mu);
-  // The communication thread times out by itself; this guards against it being stuck inside MPI.
-  const auto limit = std::chrono::duration<double>(2 * st_->timeout_s + 5);
-  if (!st_->cv.wait_for(lk, limit, [&] { return st_->done; })) {
+  // The communication thread times out by itself; this guards against it being stuck inside
+  // MPI. Operations queued behind others only count from when they start.
+  const double limit = 2 * st_->timeout_s + 5;
+  while (!st_->cv.wait_for(lk, std::chrono::milliseconds(200), [&] { return st_->done; })) {
+    if (st_->started == Clock::time_point{} || since(st_->started) < limit) continue;
     const int peer = st_->waiting_on ? st_->waiting_on->load() : -1;
     throw TimeoutError(
         peer, fmt::format("rank {} did not answer within {:g} s (communication blocked in MPI)",
-                          peer, 2 * st_->timeout_s + 5));
+                          peer, limit));
   }
   if (st_->err) std::rethrow_exception(st_->err);
 }
@@ -312,6 +315,10 @@ struct ExpertComm::Impl {
       queue.push_back([this, st, fn = std::move(fn)] {
         OpTiming t;
         std::exception_ptr err;
+        {
+          std::lock_guard lk0(st->mu);
+          st->started = Clock::now();
+        }
         try {
           if (broken) std::rethrow_exception(broken);
           const auto t0 = Clock::now();
