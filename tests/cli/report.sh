@@ -73,6 +73,7 @@ grep -q "line 4:.*fields" "$TMP/imp.err" || fail "short row not reported with it
 grep -q "imported 2 row" "$TMP/imp.txt" || fail "import summary: $(cat "$TMP/imp.txt")"
 [ "$(json_get "$TMP/imp.json" 'len(d["results"])')" = 2 ] || fail "import row count"
 [ "$(json_get "$TMP/imp.json" 'd["machine"]["device"]')" = "$DEV" ] || fail "import device"
+expect_error 2 "did not parse (--strict)" -- "$ATTAIN" import "$TMP/t.csv" --device "$DEV" -o "$TMP/x.json" --strict
 printf 'm,n,dtype,time_us\n1,2,bf16,3\n' > "$TMP/nocol.csv"
 expect_error 2 "missing required column" -- "$ATTAIN" import "$TMP/nocol.csv" --device "$DEV" -o "$TMP/x.json"
 : > "$TMP/empty.csv"
