@@ -41,7 +41,9 @@ std::map<std::string, std::unique_ptr<DynLib>>& registry() {
 // LeakSanitizer (GCC 12) crashes at exit ("Tracer caught signal 11") when it scans the
 // dynamic TLS of OpenMP workers that ran code of a dlopen()ed library (BLIS with 2 threads).
 // Not scanning thread-local storage avoids that; heap and stack roots are still scanned.
-extern "C" const char* __lsan_default_options() { return "use_tls=0"; }
+extern "C" const char* __lsan_default_options() {
+  return "use_tls=0";
+}
 #endif
 
 const char* DynLib::isolation() {

@@ -50,7 +50,7 @@ class OpenBlasBackend final : public Backend {
   explicit OpenBlasBackend(OpenBlasApi api) : api_(std::move(api)) {}
   std::string_view name() const override { return "openblas"; }
   std::string version() const override {
-    return fmt::format("OpenBLAS {} ({}, {})", api_.get_config(), api_.path, DynLib::isolation());
+    return fmt::format("{} ({}, {})", api_.get_config(), api_.path, DynLib::isolation());
   }
   Support supports(const Op& op) const override { return fp32_gemm_support(op, "OpenBLAS"); }
   std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions& opt) override {

@@ -7,9 +7,7 @@ namespace attain {
 
 const std::vector<BackendInfo>& backend_registry() {
   static const std::vector<BackendInfo> list = {
-#ifdef ATTAIN_HAVE_ATTAIN_BACKEND
       {"attain", "attain's own CPU kernels (BLIS-style GEMM engine)", backends::make_attain},
-#endif
       {"openblas", "OpenBLAS cblas_sgemm, loaded at run time (fp32 only)", backends::make_openblas},
 #ifdef ATTAIN_HAVE_BLIS_HEADERS
       {"blis", "BLIS typed API (bli_sgemm), loaded at run time (fp32 only)", backends::make_blis},

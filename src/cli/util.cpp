@@ -52,7 +52,7 @@ DType dtype_arg(const std::string& s) {
 void OpSource::add_to(CLI::App* sub, bool with_sample) {
   sub->add_option("--suite", suite, "a named suite: llm-1055 or quick");
   sub->add_option("--model", model, "a bundled model name (e.g. deepseek-v3) or a config.json path");
-  sub->add_option("--op", op, "one op spec, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16");
+  sub->add_option("--op", ops, "an op spec, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16 (repeatable)")->take_all()->allow_extra_args(false);
   sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
   sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")->capture_default_str();
   sub->add_option("--phase", phases, "with --model: prefill, decode or both")->capture_default_str();
@@ -75,13 +75,13 @@ std::int64_t parse_count(const std::string& s, const char* what) {
 }  // namespace
 
 std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const {
-  const int given = !suite.empty() + !model.empty() + !op.empty() + !shape.empty();
+  const int given = !suite.empty() + !model.empty() + !ops.empty() + !shape.empty();
   if (given > 1) throw InputError("give one of --suite, --model, --op, --shape");
-  std::vector<CatalogOp> ops;
-  if (!op.empty()) {
-    ops.push_back({Op::parse(op), {"", "", "", 0, 0, 1}});
+  std::vector<CatalogOp> out;
+  if (!ops.empty()) {
+    for (const auto& spec : ops) out.push_back({Op::parse(spec), {"", "", "", 0, 0, 1}});
   } else if (!shape.empty()) {
-    ops.push_back({Op::gemm_shape(shape, dtype_arg(dtype)), {"", "", "", 0, 0, 1}});
+    out.push_back({Op::gemm_shape(shape, dtype_arg(dtype)), {"", "", "", 0, 0, 1}});
   } else if (!model.empty()) {
     const ModelConfig cfg = load_bundled_model(model);
     const DType dt = dtype_arg(dtype);
@@ -94,16 +94,16 @@ std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const
       if (context <= 0) throw InputError(fmt::format("--context {} must be positive", context));
       for (auto t : toks)
         for (auto& e : model_ops(cfg, {ph, t, context, dt}))
-          if (seen.emplace(e.op.spec(), ops.size()).second) ops.push_back(std::move(e));
+          if (seen.emplace(e.op.spec(), out.size()).second) out.push_back(std::move(e));
     }
   } else {
-    ops = attain::suite(suite.empty() ? default_suite : suite);
+    out = attain::suite(suite.empty() ? default_suite : suite);
   }
-  if (sample > 0 && static_cast<std::size_t>(sample) < ops.size())
-    ops = stratified_sample(ops, static_cast<std::size_t>(sample));
+  if (sample > 0 && static_cast<std::size_t>(sample) < out.size())
+    out = stratified_sample(out, static_cast<std::size_t>(sample));
   else if (sample < 0)
     throw InputError(fmt::format("--sample {} must be positive", sample));
-  return ops;
+  return out;
 }
 
 std::vector<CatalogOp> stratified_sample(const std::vector<CatalogOp>& ops, std::size_t n) {

@@ -20,7 +20,8 @@ DType dtype_arg(const std::string& s);                      // InputError for un
 
 // Where ops come from: --suite | --model | --op | --shape (+ --dtype), shared by bench and catalog.
 struct OpSource {
-  std::string suite, model, op, shape, dtype = "bf16", phases = "prefill,decode";
+  std::string suite, model, shape, dtype = "bf16", phases = "prefill,decode";
+  std::vector<std::string> ops;  // --op, repeatable
   std::string tokens;  // comma list; default per phase
   std::int64_t context = 4096;
   int sample = 0;

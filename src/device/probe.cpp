@@ -110,11 +110,27 @@ class Buffer {
 };
 
 // GFLOP/s of `threads` threads each running the FMA loop `iters` times; best of `trials`.
+// Each thread's rate is taken over its own CPU time (CLOCK_THREAD_CPUTIME_ID), so time the
+// scheduler gives to other processes does not lower a ceiling of the cores themselves; the
+// threads are pinned to distinct CPUs and start together, so their rates add up. (With SMT
+// siblings on a busy machine the threads may not overlap and the sum can overstate the
+// all-thread peak: probe an idle machine.)
 double fma_gflops(const Kernels& k, std::int64_t iters, int threads, int trials) {
+  const double flops = static_cast<double>(iters) * fma_flops_per_iter(k);
   double best = 0;
   for (int t = 0; t < trials; ++t) {
-    const double s = run_parallel(threads, [&](int) { g_sink = g_sink + k.fma(iters); });
-    best = std::max(best, threads * static_cast<double>(iters) * fma_flops_per_iter(k) / s / 1e9);
+    std::vector<double> cpu_s(static_cast<std::size_t>(threads));
+    run_parallel(threads, [&](int i) {
+      timespec a{}, b{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+      g_sink = g_sink + k.fma(iters);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+      cpu_s[static_cast<std::size_t>(i)] = static_cast<double>(b.tv_sec - a.tv_sec) +
+                                           1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec);
+    });
+    double gflops = 0;
+    for (double s : cpu_s) gflops += flops / std::max(s, 1e-9) / 1e9;
+    best = std::max(best, gflops);
   }
   return best;
 }
@@ -195,9 +211,10 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
     }
     iters *= 4;
   }
-  c.fma_gflops_1t = fma_gflops(k, iters, 1, trials);
+  // FMA trials are short (fma_seconds each): take twice as many as for bandwidth.
+  c.fma_gflops_1t = fma_gflops(k, iters, 1, 2 * trials);
   say(fmt::format("fp32 FMA peak ({}), 1 thread: {:.1f} GFLOP/s", k.isa, c.fma_gflops_1t));
-  c.fma_gflops_all = all > 1 ? fma_gflops(k, iters, all, trials) : c.fma_gflops_1t;
+  c.fma_gflops_all = all > 1 ? fma_gflops(k, iters, all, 2 * trials) : c.fma_gflops_1t;
   say(fmt::format("fp32 FMA peak ({}), {} threads: {:.1f} GFLOP/s", k.isa, all, c.fma_gflops_all));
 
   // Bandwidth: arrays far larger than the LLC, written first (untouched pages read as the

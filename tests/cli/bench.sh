@@ -32,7 +32,7 @@ ref = [r for r in d["results"] if r["backend"] == "reference"][0]
 assert ref["status"] == "ok" and ref["verified"], ref
 assert "summary" in d
 PY
-"$ATTAIN" bench --suite quick --sample 4 --backend reference --max-seconds 0.01 --threads 1 --json > "$TMP/s.json"
+"$ATTAIN" bench --suite quick --sample 4 --backend openblas --max-seconds 0.01 --threads 1 --json > "$TMP/s.json"
 json_get "$TMP/s.json" 'len(d["results"])' | grep -q '^4$' || fail "sample of 4"
 expect_error 2 "unknown backend 'nope'" -- "$ATTAIN" bench --shape 2x2x2 --backend nope
 expect_error 2 "must be positive" -- "$ATTAIN" bench --shape 0x2x2

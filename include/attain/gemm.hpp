@@ -1,0 +1,101 @@
+// attain's CPU GEMM engine: C = alpha * op(A) . op(B) + beta * C, fp32 accumulation.
+//
+// Storage dtypes: fp32, bf16, fp16 and fp8 e4m3 (with DeepSeek-style block scales) for A and B
+// independently; C is fp32, bf16 or fp16, row-major. The LLM layout is the default:
+//   A (M,K) row-major, K contiguous          trans_a = N, lda >= K
+//   W (N,K) row-major, K contiguous          trans_b = T, ldb >= K   (C = A . W^T)
+// and the BLAS transposes cover the rest (trans_a = T: A stored (K,M); trans_b = N: B stored
+// (K,N)).
+//
+// Every choice the auto-scheduler may vary is a field of Schedule; zero / automatic fields are
+// filled by a readable heuristic (describe() shows the result).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "attain/dtype.hpp"
+
+namespace attain::gemm {
+
+enum class Trans : std::uint8_t { N, T };
+// Instruction sets a micro-kernel is written for, best last.
+enum class Isa : std::uint8_t { automatic, scalar, avx2, avx512 };
+// packed: BLIS five loops with packed A and B panels. decode: small M, no packing, the weights
+// streamed once and converted in registers, threads split along N.
+enum class Path : std::uint8_t { automatic, packed, decode };
+
+std::string_view isa_name(Isa isa);
+std::string_view path_name(Path p);
+
+struct Schedule {
+  Path path = Path::automatic;
+  Isa isa = Isa::automatic;          // micro-kernel family (the best the CPU runs by default)
+  int mc = 0, nc = 0, kc = 0;        // cache blocks; 0 = the per-CPU table (nc: K-aware)
+  int threads_m = 0, threads_n = 0;  // thread grid over C; 0 = heuristic
+  // The decode path: W rows per register tile (0 = kernel default) and K elements per
+  // pipeline tile (0 = default).
+  int decode_k_tile = 0;
+};
+
+struct Params {
+  // op(A): (M,K). fp8 needs a_scale: one fp32 per (row i of op(A), 128-wide K block),
+  // a_scale[i * lda_scale + kb], lda_scale default ceil(K/128).
+  const void* a = nullptr;
+  DType a_type = DType::f32;
+  Trans trans_a = Trans::N;
+  std::int64_t lda = 0;  // 0 = packed (K for N, M for T)
+  const float* a_scale = nullptr;
+  std::int64_t lda_scale = 0;
+
+  // op(B): (K,N). fp8 needs b_scale: one fp32 per (128-row block of N, 128-wide K block),
+  // b_scale[(j/128) * ldb_scale + kb], ldb_scale default ceil(K/128).
+  const void* b = nullptr;
+  DType b_type = DType::f32;
+  Trans trans_b = Trans::T;
+  std::int64_t ldb = 0;  // 0 = packed (K for T, N for N)
+  const float* b_scale = nullptr;
+  std::int64_t ldb_scale = 0;
+
+  // C (M,N) row-major, fp32 / bf16 / fp16. beta == 0: C is not read (NaN in C is overwritten).
+  void* c = nullptr;
+  DType c_type = DType::f32;
+  std::int64_t ldc = 0;  // 0 = N
+
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f, beta = 0.0f;
+
+  int threads = 1;  // threads of the persistent pool (the caller is one of them)
+  int stages = 2;   // tile pipeline depth: 1 = no prefetch of the next tile
+  Schedule schedule;
+};
+
+// Throws std::invalid_argument naming the offending field. M = 0 or N = 0 is a no-op;
+// K = 0 gives C = beta * C.
+void gemm(const Params& p);
+
+// The schedule gemm(p) would run with every automatic field resolved.
+Schedule resolve(const Params& p);
+std::string describe(const Schedule& s);
+
+// Batched: batch independent products; item b uses a + b*stride_a etc. (element strides).
+struct BatchStrides {
+  std::int64_t a = 0, b = 0, c = 0, a_scale = 0, b_scale = 0;
+};
+void batched_gemm(const Params& p, std::int64_t batch, const BatchStrides& s);
+
+// Grouped (MoE experts, DeepGEMM's layouts). W holds groups x (N,K) row-major weights
+// (p.b, group stride N*ldb; fp8 scales group stride ceil(N/128)*ldb_scale).
+// contiguous: rows offsets[g]..offsets[g+1] of A and C belong to group g (p.m = total rows).
+void grouped_gemm_contiguous(const Params& p, std::int64_t groups, const std::int32_t* offsets);
+// masked: A (groups, max_m, K), C (groups, max_m, N); only counts[g] rows of group g are read
+// and written (padding rows may hold anything, NaN included). p.m = max_m.
+void grouped_gemm_masked(const Params& p, std::int64_t groups, const std::int32_t* counts);
+
+// Which micro-kernel family this CPU gets (CPUID), honouring ATTAIN_ISA=scalar|avx2|avx512.
+Isa detected_isa();
+// True when the CPU (and OS) can run kernels of this family.
+bool isa_supported(Isa isa);
+
+}  // namespace attain::gemm

@@ -1,0 +1,177 @@
+#include "kernels/cpu/gemm/dispatch.hpp"
+
+#include <cpuid.h>
+
+#include <array>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+namespace attain::gemm::detail {
+
+namespace {
+
+std::uint64_t xgetbv0() {
+  std::uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+CpuInfo probe_cpu() {
+  CpuInfo c;
+  unsigned a, b, cx, d;
+  if (!__get_cpuid(0, &a, &b, &cx, &d)) return c;
+  const unsigned max_leaf = a;
+  char v[13] = {};
+  __builtin_memcpy(v, &b, 4);
+  __builtin_memcpy(v + 4, &d, 4);
+  __builtin_memcpy(v + 8, &cx, 4);
+  c.vendor = v;
+  __get_cpuid(1, &a, &b, &cx, &d);
+  const unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+  c.family = static_cast<int>(base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family);
+  c.model =
+      static_cast<int>(base_family >= 0x6 ? base_model | (((a >> 16) & 0xf) << 4) : base_model);
+  const bool osxsave = (cx >> 27) & 1;
+  const std::uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xe6) == 0xe6;
+  c.fma = ((cx >> 12) & 1) && ymm_os;
+  c.f16c = ((cx >> 29) & 1) && ymm_os;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, cx, d);
+    c.avx2 = ((b >> 5) & 1) && ymm_os;
+    c.avx512f = ((b >> 16) & 1) && zmm_os;
+    c.avx512dq = ((b >> 17) & 1) && zmm_os;
+    c.avx512bw = ((b >> 30) & 1) && zmm_os;
+    c.avx512vl = ((b >> 31) & 1) && zmm_os;
+  }
+  return c;
+}
+
+// Kernel families, best first (the per-ISA pieces live in ukernels/<isa>/).
+const std::array<KernelFamily, 3> kFamilies = {{
+    {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx2,
+     decode_avx512, 16},
+    {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8},
+    {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
+     decode_scalar, 1},
+}};
+
+// The per-CPU block-size table. A row matches a vendor and family (0 = any); the first match
+// for the kernel family wins, so generic rows come last. Figures from bench_gemm sweeps
+// (docs/gemm.md).
+struct TableRow {
+  const char* name;
+  std::string_view vendor;
+  int family;
+  Isa isa;
+  Blocking blocks;
+};
+constexpr std::int64_t kMiB = 1 << 20;
+// zen5 rows: bench_gemm / CPU-time sweeps on 2026-11-30 (docs/gemm.md): KC 256 keeps the 32-wide
+// B micro-panel at 32 KiB of the 48 KiB L1; a 24 MiB B panel (NC 864 at K 7168) repacks A less
+// often; decode beats packing up to M 32 (fp32) and M 64 (bf16, fp8).
+const std::array<TableRow, 5> kTable = {{
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 256, 24 * kMiB, 32, 64}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 256, 24 * kMiB, 32, 64}},
+    {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 32, 64}},
+    {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 16, 32}},
+    {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 16, 16}},
+}};
+
+const TableRow& table_row(Isa isa) {
+  const CpuInfo& c = cpu_info();
+  for (const auto& r : kTable)
+    if (r.isa == isa && (r.vendor.empty() || r.vendor == c.vendor) &&
+        (r.family == 0 || r.family == c.family))
+      return r;
+  throw std::logic_error("gemm: no block-size table row for this kernel family");
+}
+
+}  // namespace
+
+const CpuInfo& cpu_info() {
+  static const CpuInfo info = probe_cpu();
+  return info;
+}
+
+const KernelFamily& family(Isa isa) {
+  for (const auto& f : kFamilies)
+    if (f.isa == isa) return f;
+  throw std::invalid_argument("gemm: no kernel family for this ISA");
+}
+
+const Blocking& blocking(Isa isa) {
+  return table_row(isa).blocks;
+}
+std::string cpu_table_row_name(Isa isa) {
+  return table_row(isa).name;
+}
+
+}  // namespace attain::gemm::detail
+
+namespace attain::gemm {
+
+bool isa_supported(Isa isa) {
+  const auto& c = detail::cpu_info();
+  switch (isa) {
+    case Isa::scalar:
+      return true;
+    case Isa::avx2:
+      return c.avx2 && c.fma && c.f16c;
+    case Isa::avx512:
+      return c.avx512f && c.avx512bw && c.avx512vl && c.avx512dq && c.avx2 && c.fma && c.f16c;
+    case Isa::automatic:
+      return true;
+  }
+  return false;
+}
+
+Isa detected_isa() {
+  static const Isa isa = [] {
+    if (const char* env = std::getenv("ATTAIN_ISA")) {
+      const std::string_view s(env);
+      for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+        if (s == isa_name(i)) {
+          if (!isa_supported(i))
+            throw std::runtime_error("ATTAIN_ISA=" + std::string(s) +
+                                     ": not supported by this CPU");
+          return i;
+        }
+      throw std::runtime_error("ATTAIN_ISA=" + std::string(s) +
+                               ": expected scalar, avx2 or avx512");
+    }
+    for (const auto& f : detail::kFamilies)
+      if (isa_supported(f.isa)) return f.isa;
+    return Isa::scalar;
+  }();
+  return isa;
+}
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::automatic:
+      return "auto";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+std::string_view path_name(Path p) {
+  switch (p) {
+    case Path::automatic:
+      return "auto";
+    case Path::packed:
+      return "packed";
+    case Path::decode:
+      return "decode";
+  }
+  return "?";
+}
+
+}  // namespace attain::gemm

@@ -1,0 +1,45 @@
+// Run-time dispatch: which kernels and block sizes this CPU gets. Dispatch is data: the
+// kernel families are listed best first and the first one the CPU supports wins; the block
+// sizes come from a per-CPU table (adding a CPU = adding a row).
+#pragma once
+
+#include <string>
+
+#include "attain/gemm.hpp"
+#include "kernels/cpu/gemm/kernels.hpp"
+
+namespace attain::gemm::detail {
+
+struct KernelFamily {
+  Isa isa;
+  const char* name;  // "avx2_6x16"
+  int mr, nr;
+  UKernel ukernel;
+  Convert convert;
+  Interleave interleave;
+  Decode decode;
+  int decode_lanes;  // K elements per vector in the decode kernel
+};
+
+// Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
+struct Blocking {
+  int mc, kc;
+  std::int64_t b_panel_bytes;  // budget for the packed B panel (K x NC fp32) per thread
+  // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights and
+  // for 16/8-bit weights (their conversion is free in the decode kernel, not in packing).
+  int decode_max_m_f32, decode_max_m_lowp;
+};
+
+struct CpuInfo {
+  std::string vendor;  // "AuthenticAMD", "GenuineIntel"
+  int family = 0, model = 0;
+  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false;
+  bool avx512vl = false, avx512dq = false;
+};
+
+const CpuInfo& cpu_info();
+const KernelFamily& family(Isa isa);      // isa must be concrete and supported
+const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
+std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")
+
+}  // namespace attain::gemm::detail

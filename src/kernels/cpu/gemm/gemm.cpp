@@ -1,0 +1,574 @@
+// The portable GEMM framework: argument checks, the schedule heuristic, the BLIS loop nest
+// with packing, the decode path and the threading. Everything ISA-specific is behind the
+// KernelFamily of dispatch.hpp.
+//
+// Packed path, per thread (each thread owns a block of C of the thread grid):
+//   jc (NC cols)  pack B[K, nc] -> kc-blocks of NR-wide panels          (L3 / memory)
+//    ic (MC rows)
+//     pc (KC)      pipeline: pack A[mc, kc] into stage slot (pc+S-1) % S  (L2)
+//      jr (NR)      B micro-panel kc x NR                                 (L1)
+//       ir (MR)      micro-kernel: MR x NR of C in registers
+// B is packed for the whole K of a column block, so C can be accumulated over all kc blocks
+// of one MC x NC tile before it is written: fp32 C is updated in place; bf16/fp16 C goes
+// through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16).
+#include "attain/gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "attain/threadpool.hpp"
+#include "attain/tile.hpp"
+#include "kernels/cpu/gemm/dispatch.hpp"
+#include "kernels/cpu/gemm/kernels.hpp"
+
+namespace attain::gemm {
+
+namespace {
+
+using detail::Blocking;
+using detail::KernelFamily;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+std::int64_t round_up(std::int64_t a, std::int64_t b) {
+  return ceil_div(a, b) * b;
+}
+
+// Grow-only, 64-byte-aligned scratch: after the first calls of a shape, no allocation.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { std::free(p_); }
+  float* get(std::int64_t floats) {
+    const auto need = static_cast<std::size_t>(std::max<std::int64_t>(floats, 16));
+    if (need > n_) {
+      std::free(p_);
+      const std::size_t bytes = round_up(static_cast<std::int64_t>(need * sizeof(float)), 64);
+      p_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+      if (p_ == nullptr) throw std::bad_alloc();
+      n_ = need;
+    }
+    return p_;
+  }
+
+ private:
+  float* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// Per-thread workspaces (pool threads are persistent, so these live across calls).
+struct Workspace {
+  Buffer b_pack, c_tile, tmp, out, a_conv;
+  Buffer a_pack[tile::kMaxStages];
+};
+Workspace& workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+// ---- resolved problem ----
+struct Problem {
+  const Params* p;
+  const KernelFamily* fam;
+  Blocking blk;
+  Schedule s;
+  std::int64_t lda, ldb, ldc, lda_s, ldb_s;
+  const float* e4m3;
+};
+
+// op(A)(i, p) and op(B)(p, j) storage addresses.
+const std::byte* a_at(const Problem& pr, std::int64_t i, std::int64_t p) {
+  const auto es = static_cast<std::int64_t>(dtype_size(pr.p->a_type));
+  const std::int64_t off = pr.p->trans_a == Trans::N ? i * pr.lda + p : p * pr.lda + i;
+  return static_cast<const std::byte*>(pr.p->a) + off * es;
+}
+const std::byte* b_at(const Problem& pr, std::int64_t p, std::int64_t j) {
+  const auto es = static_cast<std::int64_t>(dtype_size(pr.p->b_type));
+  const std::int64_t off = pr.p->trans_b == Trans::T ? j * pr.ldb + p : p * pr.ldb + j;
+  return static_cast<const std::byte*>(pr.p->b) + off * es;
+}
+float a_scale(const Problem& pr, std::int64_t i, std::int64_t p) {
+  return pr.p->a_type == DType::fp8 ? pr.p->a_scale[i * pr.lda_s + p / kFp8Block] : 1.0f;
+}
+float b_scale(const Problem& pr, std::int64_t p, std::int64_t j) {
+  return pr.p->b_type == DType::fp8 ? pr.p->b_scale[(j / kFp8Block) * pr.ldb_s + p / kFp8Block]
+                                    : 1.0f;
+}
+
+// Converts `len` elements of a K-contiguous row starting at K index p0 (scales per 128 block).
+template <class At, class Scale>
+void convert_k_run(const Problem& pr, DType t, At at, Scale scale, std::int64_t p0,
+                   std::int64_t len, float* dst) {
+  for (std::int64_t b0 = p0; b0 < p0 + len;) {
+    const std::int64_t b1 =
+        t == DType::fp8 ? std::min(p0 + len, (b0 / kFp8Block + 1) * kFp8Block) : p0 + len;
+    pr.fam->convert(at(b0), t, b1 - b0, scale(b0), pr.e4m3, dst + (b0 - p0));
+    b0 = b1;
+  }
+}
+
+// Packs rows [i0, i0+rows) x K [p0, p0+kc) of op(A) into an MR-panel (kc x MR).
+void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0, std::int64_t kc,
+                  float* dst, float* tmp) {
+  const int MR = pr.fam->mr;
+  const Params& p = *pr.p;
+  if (p.trans_a == Trans::N && p.a_type == DType::f32) {  // no conversion: interleave in place
+    pr.fam->interleave(reinterpret_cast<const float*>(a_at(pr, i0, p0)), pr.lda, rows, kc, MR, dst);
+    return;
+  }
+  if (p.trans_a == Trans::N) {
+    for (int r = 0; r < rows; ++r)
+      convert_k_run(
+          pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i0 + r, q); },
+          [&](std::int64_t q) { return a_scale(pr, i0 + r, q); }, p0, kc, tmp + r * kc);
+    pr.fam->interleave(tmp, kc, rows, kc, MR, dst);
+    return;
+  }
+  // A stored (K, M): each k gives MR contiguous values (fp8 scales differ per row: scalar).
+  for (std::int64_t q = 0; q < kc; ++q) {
+    float* d = dst + q * MR;
+    if (p.a_type == DType::fp8) {
+      for (int r = 0; r < rows; ++r)
+        d[r] = pr.e4m3[static_cast<std::uint8_t>(*a_at(pr, i0 + r, p0 + q))] *
+               a_scale(pr, i0 + r, p0 + q);
+    } else {
+      pr.fam->convert(a_at(pr, i0, p0 + q), p.a_type, rows, 1.0f, pr.e4m3, d);
+    }
+    for (int r = rows; r < MR; ++r) d[r] = 0.0f;
+  }
+}
+
+// Packs columns [j0, j0+cols) x K [p0, p0+kc) of op(B) into an NR-panel (kc x NR).
+void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0, std::int64_t kc,
+                  float* dst, float* tmp) {
+  const int NR = pr.fam->nr;
+  const Params& p = *pr.p;
+  if (p.trans_b == Trans::T && p.b_type == DType::f32) {
+    pr.fam->interleave(reinterpret_cast<const float*>(b_at(pr, p0, j0)), pr.ldb, cols, kc, NR, dst);
+    return;
+  }
+  if (p.trans_b == Trans::T) {
+    for (int c = 0; c < cols; ++c)
+      convert_k_run(
+          pr, p.b_type, [&](std::int64_t q) { return b_at(pr, q, j0 + c); },
+          [&](std::int64_t q) { return b_scale(pr, q, j0 + c); }, p0, kc, tmp + c * kc);
+    pr.fam->interleave(tmp, kc, cols, kc, NR, dst);
+    return;
+  }
+  // B stored (K, N): NR contiguous values per k; j0 is NR-aligned and 128 % NR == 0, so one
+  // fp8 scale covers the run.
+  for (std::int64_t q = 0; q < kc; ++q) {
+    float* d = dst + q * NR;
+    pr.fam->convert(b_at(pr, p0 + q, j0), p.b_type, cols, b_scale(pr, p0 + q, j0), pr.e4m3, d);
+    for (int c = cols; c < NR; ++c) d[c] = 0.0f;
+  }
+}
+
+float fma_or_mul(float beta, float c, float ab) {
+  return beta != 0.0f ? std::fma(beta, c, ab) : ab;
+}
+
+float load_c(DType t, const void* c, std::int64_t idx) {
+  switch (t) {
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const std::uint16_t*>(c)[idx]);
+    case DType::f16:
+      return f16_to_f32(static_cast<const std::uint16_t*>(c)[idx]);
+    default:
+      return static_cast<const float*>(c)[idx];
+  }
+}
+void store_c(DType t, void* c, std::int64_t idx, float v) {
+  switch (t) {
+    case DType::bf16:
+      static_cast<std::uint16_t*>(c)[idx] = f32_to_bf16(v);
+      break;
+    case DType::f16:
+      static_cast<std::uint16_t*>(c)[idx] = f32_to_f16(v);
+      break;
+    default:
+      static_cast<float*>(c)[idx] = v;
+      break;
+  }
+}
+
+// C[rows, cols] (at row i0, col j0) = alpha * src + beta * C, src fp32 with leading dim lds.
+void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
+                std::int64_t cols, const float* src, std::int64_t lds) {
+  const Params& p = *pr.p;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::int64_t idx = (i0 + i) * pr.ldc + j0 + j;
+      const float ab = p.alpha * src[i * lds + j];
+      store_c(p.c_type, p.c, idx,
+              p.beta != 0.0f ? std::fma(p.beta, load_c(p.c_type, p.c, idx), ab) : ab);
+    }
+}
+
+// ---- the packed path ----
+void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                  std::int64_t n1) {
+  const Params& p = *pr.p;
+  const KernelFamily& f = *pr.fam;
+  const int MR = f.mr, NR = f.nr;
+  const std::int64_t K = p.k, KC = pr.s.kc, MC = pr.s.mc;
+  const std::int64_t NC = pr.s.nc;
+  const int stages = tile::clamp_stages(p.stages, ceil_div(K, KC));
+  const bool c_f32 = p.c_type == DType::f32;
+  Workspace& ws = workspace();
+  float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
+  float* tmp = ws.tmp.get(std::max(MR, NR) * KC);
+  float* apack[tile::kMaxStages];
+  for (int s = 0; s < stages; ++s) apack[s] = ws.a_pack[s].get(round_up(MC, MR) * KC);
+  float* ctile = c_f32 ? nullptr : ws.c_tile.get(MC * round_up(NC, NR));
+  alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
+  const float one = 1.0f, zero = 0.0f;
+
+  for (std::int64_t jc = n0; jc < n1; jc += NC) {
+    const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
+    // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
+    for (std::int64_t p0 = 0; p0 < K; p0 += KC) {
+      const std::int64_t kc = std::min(KC, K - p0);
+      for (std::int64_t jr = 0; jr < nc; jr += NR)
+        pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), p0, kc,
+                     bpack + p0 * ncp + jr * kc, tmp);
+    }
+    for (std::int64_t ic = m0; ic < m1; ic += MC) {
+      const std::int64_t mc = std::min(MC, m1 - ic);
+      auto load = [&](std::int64_t t, int slot) {
+        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        for (std::int64_t ir = 0; ir < mc; ir += MR)
+          pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), p0, kc,
+                       apack[slot] + ir * kc, tmp);
+      };
+      auto compute = [&](std::int64_t t, int slot) {
+        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        const bool first = t == 0;
+        // fp32 C: accumulate in place (beta on the first block). 16-bit C: fp32 tile.
+        const float* alpha = c_f32 ? &p.alpha : &one;
+        const float* beta = first ? (c_f32 ? &p.beta : &zero) : &one;
+        float* cbase = c_f32 ? static_cast<float*>(p.c) + ic * pr.ldc + jc : ctile;
+        const std::int64_t ldc = c_f32 ? pr.ldc : ncp;
+        const float* ap = apack[slot];
+        const float* bp = bpack + p0 * ncp;
+        for (std::int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
+          for (std::int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
+            detail::UkAux aux;
+            if (stages > 1) {
+              const bool last_ir = ir + MR >= mc;
+              aux.a_next = last_ir ? ap : ap + (ir + MR) * kc;
+              aux.b_next = last_ir ? bp + (jr + NR) * kc : bp + jr * kc;
+            }
+            float* c = cbase + ir * ldc + jr;
+            if (mr == MR && nr == NR) {
+              f.ukernel(kc, alpha, ap + ir * kc, bp + jr * kc, beta, c, ldc, 1, &aux);
+              continue;
+            }
+            f.ukernel(kc, &one, ap + ir * kc, bp + jr * kc, &zero, edge, NR, 1, &aux);
+            for (int i = 0; i < mr; ++i)
+              for (int j = 0; j < nr; ++j)
+                c[i * ldc + j] = fma_or_mul(*beta, c[i * ldc + j], *alpha * edge[i * NR + j]);
+          }
+        }
+      };
+      tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
+      if (!c_f32) write_back(pr, ic, jc, mc, nc, ctile, ncp);
+    }
+  }
+}
+
+// ---- the decode path ----
+void decode_block(const Problem& pr, const float* a, std::int64_t lda, std::int64_t n0,
+                  std::int64_t n1) {
+  const Params& p = *pr.p;
+  Workspace& ws = workspace();
+  detail::DecodeArgs g;
+  g.a = a;
+  g.lda = lda;
+  g.m = p.m;
+  g.k = p.k;
+  g.w = p.b;
+  g.w_type = p.b_type;
+  g.ldw = pr.ldb;
+  g.w_scale = p.b_scale;
+  g.ld_wscale = pr.ldb_s;
+  g.n0 = n0;
+  g.n1 = n1;
+  g.e4m3 = pr.e4m3;
+  g.stages = p.stages;
+  g.k_tile = pr.s.decode_k_tile;
+  g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
+  const bool direct = p.c_type == DType::f32 && p.alpha == 1.0f && p.beta == 0.0f;
+  if (direct) {
+    g.out = static_cast<float*>(p.c) + n0;
+    g.ldo = pr.ldc;
+  } else {
+    g.out = ws.out.get(p.m * (n1 - n0));
+    g.ldo = n1 - n0;
+  }
+  pr.fam->decode(g);
+  if (!direct) write_back(pr, 0, n0, p.m, n1 - n0, g.out, g.ldo);
+}
+
+// ---- checks and the heuristic ----
+void check(const Params& p) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("gemm: " + what); };
+  if (p.m < 0 || p.n < 0 || p.k < 0) fail("negative dimension");
+  for (DType t : {p.a_type, p.b_type})
+    if (!is_op_dtype(t)) fail(fmt::format("input dtype {} not supported", dtype_name(t)));
+  if (p.c_type != DType::f32 && p.c_type != DType::bf16 && p.c_type != DType::f16)
+    fail(fmt::format("output dtype {} not supported (fp32, bf16, fp16)", dtype_name(p.c_type)));
+  if (p.m == 0 || p.n == 0) return;
+  if (p.c == nullptr) fail("c is null");
+  if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
+  if (p.ldc != 0 && p.ldc < p.n) fail("ldc < n");
+  const std::int64_t a_cols = p.trans_a == Trans::N ? p.k : p.m;
+  const std::int64_t b_cols = p.trans_b == Trans::T ? p.k : p.n;
+  if (p.lda != 0 && p.lda < a_cols) fail("lda too small for op(A)");
+  if (p.ldb != 0 && p.ldb < b_cols) fail("ldb too small for op(B)");
+  const std::int64_t kb = ceil_div(p.k, kFp8Block);
+  if (p.a_type == DType::fp8 && p.k > 0 && p.a_scale == nullptr) fail("fp8 A needs a_scale");
+  if (p.b_type == DType::fp8 && p.k > 0 && p.b_scale == nullptr) fail("fp8 B needs b_scale");
+  if (p.lda_scale != 0 && p.lda_scale < kb) fail("lda_scale < ceil(k/128)");
+  if (p.ldb_scale != 0 && p.ldb_scale < kb) fail("ldb_scale < ceil(k/128)");
+  if (p.threads < 1) fail("threads < 1");
+  if (p.stages < 1 || p.stages > tile::kMaxStages)
+    fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
+  const Schedule& s = p.schedule;
+  if (s.isa != Isa::automatic && !isa_supported(s.isa))
+    fail(fmt::format("isa {} not supported by this CPU", isa_name(s.isa)));
+  if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
+    fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
+  if (s.mc < 0 || s.nc < 0 || s.kc < 0 || s.threads_m < 0 || s.threads_n < 0 || s.decode_k_tile < 0)
+    fail("negative schedule field");
+  if (s.threads_m * s.threads_n != 0 && s.threads_m * s.threads_n != p.threads)
+    fail("threads_m * threads_n must equal threads");
+  if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
+}
+
+// Thread grid: the (tm, tn) with tm * tn = threads that minimises the busiest thread's work,
+// counting padded micro-tiles (compute) and the elements it packs (A once per NC block,
+// B once), a packed element weighted like 8 flops.
+void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, Schedule& s) {
+  double best = std::numeric_limits<double>::max();
+  for (int tm = 1; tm <= p.threads; ++tm) {
+    if (p.threads % tm != 0) continue;
+    const int tn = p.threads / tm;
+    const std::int64_t mt = ceil_div(p.m, tm), nt = round_up(ceil_div(p.n, tn), f.nr);
+    const double compute = 2.0 * static_cast<double>(round_up(mt, f.mr) * nt * p.k);
+    const double pack = static_cast<double>(mt * p.k * ceil_div(nt, nc) + nt * p.k);
+    const double cost = compute + 8.0 * pack;
+    if (cost < best) {
+      best = cost;
+      s.threads_m = tm;
+      s.threads_n = tn;
+    }
+  }
+}
+
+Problem make_problem(const Params& p) {
+  Problem pr{};
+  pr.p = &p;
+  pr.s = resolve(p);
+  pr.fam = &detail::family(pr.s.isa);
+  pr.blk = detail::blocking(pr.s.isa);
+  pr.lda = p.lda != 0 ? p.lda : (p.trans_a == Trans::N ? p.k : p.m);
+  pr.ldb = p.ldb != 0 ? p.ldb : (p.trans_b == Trans::T ? p.k : p.n);
+  pr.ldc = p.ldc != 0 ? p.ldc : p.n;
+  const std::int64_t kb = ceil_div(p.k, kFp8Block);
+  pr.lda_s = p.lda_scale != 0 ? p.lda_scale : kb;
+  pr.ldb_s = p.ldb_scale != 0 ? p.ldb_scale : kb;
+  pr.e4m3 = e4m3_table();
+  return pr;
+}
+
+// C = beta * C (K = 0 or alpha = 0: A and B are not read, as in BLAS).
+void scale_c(const Problem& pr) {
+  const Params& p = *pr.p;
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      const std::int64_t idx = i * pr.ldc + j;
+      store_c(p.c_type, p.c, idx, p.beta != 0.0f ? p.beta * load_c(p.c_type, p.c, idx) : 0.0f);
+    }
+}
+
+void run_decode(const Problem& pr) {
+  const Params& p = *pr.p;
+  // A as fp32 rows with its scales applied (small: M <= 64 rows), unless it already is.
+  const float* a = static_cast<const float*>(p.a);
+  std::int64_t lda = pr.lda;
+  if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
+    float* buf = workspace().a_conv.get(p.m * p.k);
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      if (p.trans_a == Trans::N) {
+        convert_k_run(
+            pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i, q); },
+            [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * p.k);
+      } else {
+        for (std::int64_t q = 0; q < p.k; ++q) {
+          float v;
+          pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3, &v);
+          buf[i * p.k + q] = v;
+        }
+      }
+    }
+    a = buf;
+    lda = p.k;
+  }
+  // Threads split N in multiples of the register tile's W rows.
+  const int t = p.threads;
+  const std::int64_t chunk = round_up(ceil_div(p.n, t), detail::kDecodeRows);
+  ThreadPool::instance().run(t, [&](int tid, int) {
+    const std::int64_t n0 = std::min(p.n, tid * chunk), n1 = std::min(p.n, n0 + chunk);
+    if (n0 < n1) decode_block(pr, a, lda, n0, n1);
+  });
+}
+
+void run_packed(const Problem& pr) {
+  const Params& p = *pr.p;
+  const Schedule& s = pr.s;
+  const int MR = pr.fam->mr, NR = pr.fam->nr;
+  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), MR);
+  const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), NR);
+  ThreadPool::instance().run(p.threads, [&](int tid, int) {
+    const std::int64_t tm = tid / s.threads_n, tn = tid % s.threads_n;
+    const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
+    const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
+    if (m0 < m1 && n0 < n1) packed_block(pr, m0, m1, n0, n1);
+  });
+}
+
+}  // namespace
+
+Schedule resolve(const Params& p) {
+  Schedule s = p.schedule;
+  if (s.isa == Isa::automatic) s.isa = detected_isa();
+  const KernelFamily& f = detail::family(s.isa);
+  const Blocking& b = detail::blocking(s.isa);
+  if (s.path == Path::automatic) {
+    // Decode when the weights dominate the traffic and there are too few rows of A to
+    // amortise packing them: M up to the table's measured crossover, W stored (N, K).
+    const int max_m = p.b_type == DType::f32 ? b.decode_max_m_f32 : b.decode_max_m_lowp;
+    s.path = (p.trans_b == Trans::T && p.m <= max_m) ? Path::decode : Path::packed;
+  }
+  if (s.mc == 0) s.mc = b.mc;
+  s.mc = static_cast<int>(round_up(s.mc, f.mr));
+  if (s.kc == 0) s.kc = b.kc;
+  if (s.nc == 0) {
+    // B is packed for the whole K of a column block: keep that panel within the budget.
+    const std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
+    s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
+  }
+  s.nc = static_cast<int>(round_up(s.nc, f.nr));
+  if (s.decode_k_tile == 0) s.decode_k_tile = 512;
+  if (s.path == Path::decode) {
+    s.threads_m = 1;
+    s.threads_n = p.threads;
+  } else if (s.threads_m * s.threads_n == 0) {
+    choose_grid(p, f, s.nc, s);
+  }
+  return s;
+}
+
+std::string describe(const Schedule& s) {
+  const auto& f = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
+  return fmt::format("path={} kernel={} mc={} nc={} kc={} grid={}x{} decode_k_tile={}",
+                     path_name(s.path), f.name, s.mc, s.nc, s.kc, s.threads_m, s.threads_n,
+                     s.decode_k_tile);
+}
+
+void gemm(const Params& p) {
+  check(p);
+  if (p.m == 0 || p.n == 0) return;
+  const Problem pr = make_problem(p);
+  if (p.k == 0 || p.alpha == 0.0f) return scale_c(pr);
+  if (pr.s.path == Path::decode) return run_decode(pr);
+  run_packed(pr);
+}
+
+void batched_gemm(const Params& p, std::int64_t batch, const BatchStrides& st) {
+  if (batch < 0) throw std::invalid_argument("gemm: negative batch");
+  Params q = p;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    q.a = static_cast<const std::byte*>(p.a) +
+          b * st.a * static_cast<std::int64_t>(dtype_size(p.a_type));
+    q.b = static_cast<const std::byte*>(p.b) +
+          b * st.b * static_cast<std::int64_t>(dtype_size(p.b_type));
+    q.c = static_cast<std::byte*>(p.c) + b * st.c * static_cast<std::int64_t>(dtype_size(p.c_type));
+    if (p.a_scale != nullptr) q.a_scale = p.a_scale + b * st.a_scale;
+    if (p.b_scale != nullptr) q.b_scale = p.b_scale + b * st.b_scale;
+    gemm(q);
+  }
+}
+
+namespace {
+// Group g's weights: (N, K) rows at b + g * N * ldb, scales at b_scale + g * ceil(N/128) *
+// ldb_scale.
+Params group_params(const Params& p, std::int64_t g) {
+  Params q = p;
+  const std::int64_t ldb = p.ldb != 0 ? p.ldb : p.k;
+  const std::int64_t ldbs = p.ldb_scale != 0 ? p.ldb_scale : ceil_div(p.k, kFp8Block);
+  q.b = static_cast<const std::byte*>(p.b) +
+        g * p.n * ldb * static_cast<std::int64_t>(dtype_size(p.b_type));
+  if (p.b_scale != nullptr) q.b_scale = p.b_scale + g * ceil_div(p.n, kFp8Block) * ldbs;
+  return q;
+}
+void check_grouped(const Params& p, std::int64_t groups) {
+  if (groups < 0) throw std::invalid_argument("gemm: negative group count");
+  if (p.trans_a != Trans::N || p.trans_b != Trans::T)
+    throw std::invalid_argument("gemm: grouped GEMM takes A (rows, K) and W (groups, N, K)");
+}
+}  // namespace
+
+void grouped_gemm_contiguous(const Params& p, std::int64_t groups, const std::int32_t* offsets) {
+  check_grouped(p, groups);
+  const std::int64_t lda = p.lda != 0 ? p.lda : p.k, ldc = p.ldc != 0 ? p.ldc : p.n;
+  const std::int64_t ldas = p.lda_scale != 0 ? p.lda_scale : ceil_div(p.k, kFp8Block);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t r0 = offsets[g], r1 = offsets[g + 1];
+    if (r0 < 0 || r1 < r0 || r1 > p.m)
+      throw std::invalid_argument("gemm: group offsets out of range");
+    Params q = group_params(p, g);
+    q.m = r1 - r0;
+    q.lda = lda;
+    q.ldc = ldc;
+    q.a = static_cast<const std::byte*>(p.a) +
+          r0 * lda * static_cast<std::int64_t>(dtype_size(p.a_type));
+    q.c = static_cast<std::byte*>(p.c) + r0 * ldc * static_cast<std::int64_t>(dtype_size(p.c_type));
+    if (p.a_scale != nullptr) q.a_scale = p.a_scale + r0 * ldas;
+    gemm(q);
+  }
+}
+
+void grouped_gemm_masked(const Params& p, std::int64_t groups, const std::int32_t* counts) {
+  check_grouped(p, groups);
+  const std::int64_t lda = p.lda != 0 ? p.lda : p.k, ldc = p.ldc != 0 ? p.ldc : p.n;
+  const std::int64_t ldas = p.lda_scale != 0 ? p.lda_scale : ceil_div(p.k, kFp8Block);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    if (counts[g] < 0 || counts[g] > p.m)
+      throw std::invalid_argument("gemm: masked count out of range");
+    Params q = group_params(p, g);
+    q.m = counts[g];
+    q.lda = lda;
+    q.ldc = ldc;
+    q.a = static_cast<const std::byte*>(p.a) +
+          g * p.m * lda * static_cast<std::int64_t>(dtype_size(p.a_type));
+    q.c = static_cast<std::byte*>(p.c) +
+          g * p.m * ldc * static_cast<std::int64_t>(dtype_size(p.c_type));
+    if (p.a_scale != nullptr) q.a_scale = p.a_scale + g * p.m * ldas;
+    gemm(q);
+  }
+}
+
+}  // namespace attain::gemm

@@ -1,0 +1,86 @@
+// The contracts between the portable GEMM framework and the per-ISA kernels.
+//
+// Every ISA provides the same four pieces (ukernels/<isa>/, one file each):
+//   ukernel     C[MR,NR] = alpha * Apanel . Bpanel + beta * C (BLIS micro-kernel signature)
+//   convert     a contiguous run of bf16 / fp16 / fp8 / fp32 values to fp32 (x scale)
+//   interleave  rows of fp32 into a K-major panel (the transpose inside packing)
+//   decode      small-M GEMM streaming W rows once, converting in registers
+// The ISA files include only intrinsics and these POD declarations: no inline function of a
+// shared header is instantiated with ISA-specific flags (it could be picked by the linker for
+// generic code and fault on an older CPU).
+#pragma once
+
+#include <cstdint>
+
+#include "attain/dtype.hpp"
+
+namespace attain::gemm::detail {
+
+// Where the micro-kernel may prefetch from while it runs: the packed panels it will be
+// called with next (nullptr: no prefetch, e.g. with a 1-stage pipeline).
+struct UkAux {
+  const float* a_next = nullptr;
+  const float* b_next = nullptr;
+};
+
+// a: packed A micro-panel, k x MR (MR contiguous per k). b: packed B micro-panel, k x NR.
+// C element (i, j) at c[i*rs_c + j*cs_c]. beta == 0: C is not read.
+using UKernel = void (*)(std::int64_t k, const float* alpha, const float* a, const float* b,
+                         const float* beta, float* c, std::int64_t rs_c, std::int64_t cs_c,
+                         const UkAux* aux);
+
+// dst[i] = value(src[i]) * scale for i < n (scale applied only for fp8, as e4m3 * scale
+// rounded once, bitwise the same as e4m3_to_f32(v) * scale). e4m3: the decode table.
+using Convert = void (*)(const void* src, DType t, std::int64_t n, float scale, const float* e4m3,
+                         float* dst);
+
+// dst[p*R + r] = src[r*ld + p] for r < rows, p < k; rows r in [rows, R) are zero.
+using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
+                            float* dst);
+
+// The decode path: out[i*ldo + (j - n0)] = sum_p a[i*lda + p] * w(j, p) for i < m,
+// j in [n0, n1): A in fp32 (scales applied), W rows in their storage dtype.
+struct DecodeArgs {
+  const float* a = nullptr;
+  std::int64_t lda = 0, m = 0, k = 0;
+  const void* w = nullptr;
+  DType w_type = DType::f32;
+  std::int64_t ldw = 0;
+  const float* w_scale = nullptr;  // fp8: [(j/128) * ld_wscale + p/128]
+  std::int64_t ld_wscale = 0;
+  std::int64_t n0 = 0, n1 = 0;
+  float* out = nullptr;
+  std::int64_t ldo = 0;
+  const float* e4m3 = nullptr;  // decode table (K tails)
+  int stages = 2;               // prefetch distance in k tiles (1 = none)
+  std::int64_t k_tile = 512;    // K elements per pipeline tile (multiple of 128)
+  float* scratch = nullptr;     // >= decode_scratch_floats(k_tile) floats, 64-byte aligned
+};
+using Decode = void (*)(const DecodeArgs& args);
+inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
+inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
+
+// Scratch the decode kernels need: converted W tile + vector accumulators.
+inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile) {
+  return kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
+}
+
+// ---- the kernels, by ISA (defined in ukernels/<isa>/*.cpp) ----
+void sgemm_scalar_4x8(std::int64_t, const float*, const float*, const float*, const float*, float*,
+                      std::int64_t, std::int64_t, const UkAux*);
+void convert_scalar(const void*, DType, std::int64_t, float, const float*, float*);
+void interleave_scalar(const float*, std::int64_t, int, std::int64_t, int, float*);
+void decode_scalar(const DecodeArgs&);
+
+void sgemm_avx2_6x16(std::int64_t, const float*, const float*, const float*, const float*, float*,
+                     std::int64_t, std::int64_t, const UkAux*);
+void convert_avx2(const void*, DType, std::int64_t, float, const float*, float*);
+void interleave_avx2(const float*, std::int64_t, int, std::int64_t, int, float*);
+void decode_avx2(const DecodeArgs&);
+
+void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,
+                        float*, std::int64_t, std::int64_t, const UkAux*);
+void convert_avx512(const void*, DType, std::int64_t, float, const float*, float*);
+void decode_avx512(const DecodeArgs&);
+
+}  // namespace attain::gemm::detail

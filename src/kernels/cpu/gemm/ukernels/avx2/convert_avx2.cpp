@@ -1,0 +1,72 @@
+// Packing helpers, AVX2: dtype conversion of contiguous runs and the 8x8-transpose interleave.
+#include "kernels/cpu/gemm/ukernels/avx2/simd_avx2.hpp"
+#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"
+
+namespace attain::gemm::detail {
+
+void convert_avx2(const void* src, DType t, std::int64_t n, float scale, const float* e4m3,
+                  float* dst) {
+  Stream<Avx2Load>::convert(src, t, n, scale, e4m3, dst);
+}
+
+namespace {
+
+// Rows r0..r0+8 x columns p0..p0+8 of src, transposed into dst[(p0+q)*R + r0 ..].
+inline void transpose8x8(const float* src, std::int64_t ld, float* dst, std::int64_t ldd) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld);
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  _mm256_storeu_ps(dst + 0 * ldd, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(dst + 1 * ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+}  // namespace
+
+void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
+                     float* dst) {
+  const int full = rows - rows % 8;  // rows done by 8x8 transposes
+  const std::int64_t kv = k - k % 8;
+  for (int r0 = 0; r0 < full; r0 += 8) {
+    for (std::int64_t p = 0; p < kv; p += 8)
+      transpose8x8(src + r0 * ld + p, ld, dst + p * R + r0, R);
+    for (std::int64_t p = kv; p < k; ++p)
+      for (int r = r0; r < r0 + 8; ++r) dst[p * R + r] = src[r * ld + p];
+  }
+  // A block of 4 rows by 4x4 transposes (the 6- and 12-row A panels end with one).
+  int done = full;
+  if (rows - full >= 4) {
+    const float* s0 = src + full * ld;
+    const std::int64_t k4 = k - k % 4;
+    for (std::int64_t p = 0; p < k4; p += 4) {
+      __m128 r0 = _mm_loadu_ps(s0 + p), r1 = _mm_loadu_ps(s0 + ld + p);
+      __m128 r2 = _mm_loadu_ps(s0 + 2 * ld + p), r3 = _mm_loadu_ps(s0 + 3 * ld + p);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(dst + p * R + full, r0);
+      _mm_storeu_ps(dst + (p + 1) * R + full, r1);
+      _mm_storeu_ps(dst + (p + 2) * R + full, r2);
+      _mm_storeu_ps(dst + (p + 3) * R + full, r3);
+    }
+    for (std::int64_t p = k4; p < k; ++p)
+      for (int r = full; r < full + 4; ++r) dst[p * R + r] = src[r * ld + p];
+    done = full + 4;
+  }
+  for (std::int64_t p = 0; p < k; ++p) {
+    for (int r = done; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
+    for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
+  }
+}
+
+}  // namespace attain::gemm::detail

@@ -1,0 +1,63 @@
+// AVX2 + FMA traits for the templated kernels. Include only from *avx2*.cpp files, inside
+// nothing: the struct lives in an anonymous namespace so instantiations stay file-local.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static float fma1(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+  }
+  static float hsum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// Storage -> fp32 loads of kLanes values (bitwise the same as attain's scalar conversions;
+// fp8 comes back as e4m3 * 2^-8, exact: multiply by scale * 256).
+struct Avx2Load : Avx2 {
+  static V f32(const void* p) { return _mm256_loadu_ps(static_cast<const float*>(p)); }
+  static V bf16(const void* p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  static V f16(const void* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+  }
+  // e4m3 -> fp16 bit pattern: sign to bit 15, exponent+mantissa shifted so the fp16 value is
+  // the e4m3 value * 2^-8 (the bias differs by 8), NaN codes forced to an fp16 NaN.
+  static V fp8(const void* p) {
+    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    const __m128i mag = _mm_and_si128(v, _mm_set1_epi16(0x7f));
+    __m128i h = _mm_or_si128(_mm_slli_epi16(mag, 7),
+                             _mm_slli_epi16(_mm_and_si128(v, _mm_set1_epi16(0x80)), 8));
+    const __m128i nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7f));
+    h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
+    return _mm256_cvtph_ps(h);
+  }
+  static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
+  static constexpr int kDecodeMB = 2;  // A rows per register tile in the decode kernel
+};
+
+}  // namespace

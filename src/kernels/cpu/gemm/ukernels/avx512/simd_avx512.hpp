@@ -1,0 +1,58 @@
+// AVX-512F traits for the templated kernels. Include only from *avx512*.cpp files.
+#pragma once
+
+// GCC 12 reports the _mm512_undefined_*() inside its own intrinsics (cvtph, reductions) as
+// maybe-uninitialized; the values are fully defined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static float fma1(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+  }
+  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+};
+
+}  // namespace
+
+namespace {
+
+// Storage -> fp32 loads of 16 values; see Avx2Load for the fp8 trick.
+struct Avx512Load : Avx512 {
+  static V f32(const void* p) { return _mm512_loadu_ps(p); }
+  static V bf16(const void* p) {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  static V f16(const void* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
+  static V fp8(const void* p) {
+    const __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    const __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7f));
+    __m256i h = _mm256_or_si256(_mm256_slli_epi16(mag, 7),
+                                _mm256_slli_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x80)), 8));
+    const __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
+    h = _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7c00)));
+    return _mm512_cvtph_ps(h);
+  }
+  static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
+  static constexpr int kDecodeMB = 4;
+};
+
+}  // namespace

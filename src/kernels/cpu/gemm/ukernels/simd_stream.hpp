@@ -1,0 +1,305 @@
+// Streaming kernels written once over a SIMD load-traits type S (Avx2Load, Avx512Load):
+// dtype conversion of contiguous runs (used by packing) and the decode path (small M,
+// W rows streamed once and converted in registers). Included only by ISA files, with S in an
+// anonymous namespace, so every instantiation is local to its ISA's object file.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "attain/tile.hpp"
+#include "kernels/cpu/gemm/kernels.hpp"
+
+namespace attain::gemm::detail {
+
+template <class S>
+struct Stream {
+  using V = typename S::V;
+  static constexpr int L = S::kLanes;
+
+  static float bf16_scalar(std::uint16_t h) {
+    const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+
+  // One element of a row in storage dtype T, as fp32 (fp8: times scale, rounded once).
+  template <DType T>
+  static float scalar(const std::byte* row, std::int64_t p, float scale, const float* e4m3) {
+    if constexpr (T == DType::f32) {
+      float f;
+      std::memcpy(&f, row + p * 4, sizeof f);
+      return f;
+    } else if constexpr (T == DType::bf16) {
+      std::uint16_t h;
+      std::memcpy(&h, row + p * 2, sizeof h);
+      return bf16_scalar(h);
+    } else if constexpr (T == DType::f16) {
+      std::uint16_t h;
+      std::memcpy(&h, row + p * 2, sizeof h);
+      return S::f16_scalar(h);
+    } else {
+      return e4m3[static_cast<std::uint8_t>(row[p])] * scale;
+    }
+  }
+
+  // L elements starting at row[p] as fp32; fp8 comes back as value * 2^-8 (see S::fp8).
+  template <DType T>
+  static V vec(const std::byte* row, std::int64_t p) {
+    if constexpr (T == DType::f32) return S::f32(row + p * 4);
+    if constexpr (T == DType::bf16) return S::bf16(row + p * 2);
+    if constexpr (T == DType::f16) return S::f16(row + p * 2);
+    if constexpr (T == DType::fp8) return S::fp8(row + p);
+  }
+
+  template <DType T>
+  static void convert_typed(const std::byte* src, std::int64_t n, float scale, const float* e4m3,
+                            float* dst) {
+    if constexpr (T == DType::f32) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
+      return;
+    }
+    const V sv = S::set1(scale * 256.0f);
+    std::int64_t p = 0;
+    for (; p + L <= n; p += L) {
+      V v = vec<T>(src, p);
+      if constexpr (T == DType::fp8) v = S::mul(v, sv);
+      S::store(dst + p, v);
+    }
+    for (; p < n; ++p) dst[p] = scalar<T>(src, p, scale, e4m3);
+  }
+
+  static void convert(const void* src, DType t, std::int64_t n, float scale, const float* e4m3,
+                      float* dst) {
+    const auto* s = static_cast<const std::byte*>(src);
+    switch (t) {
+      case DType::f32:
+        return convert_typed<DType::f32>(s, n, scale, e4m3, dst);
+      case DType::bf16:
+        return convert_typed<DType::bf16>(s, n, scale, e4m3, dst);
+      case DType::f16:
+        return convert_typed<DType::f16>(s, n, scale, e4m3, dst);
+      case DType::fp8:
+        return convert_typed<DType::fp8>(s, n, scale, e4m3, dst);
+      default:
+        return;
+    }
+  }
+
+  // ---- decode ----
+  static constexpr int NB = kDecodeRows;
+  static constexpr int MB = S::kDecodeMB;
+
+  // The tile the pipeline fetches while this one computes: its W rows and first K index.
+  // block() spreads the prefetches over its own loop (one per row per step), so the loads of
+  // tile t+S-1 are in flight while tile t computes, without a burst that fills the queues.
+  struct Ahead {
+    const char* rows[NB] = {};
+    int nb = 0;
+    std::int64_t k0 = 0;
+  };
+
+  template <DType T>
+  static constexpr std::int64_t esize() {
+    return T == DType::f32 ? 4 : (T == DType::fp8 ? 1 : 2);
+  }
+
+  // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
+  // a[i0+i][p] * w[j0+j][p], for MBc rows of A and NBc rows of W. W comes from its storage
+  // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
+  template <DType T, int MBc, int NBc, bool kFromBuf>
+  static void block(const DecodeArgs& g, std::int64_t i0, std::int64_t j0, std::int64_t k0,
+                    std::int64_t k1, V* accbuf, const float* wbuf, std::int64_t ldb,
+                    const Ahead* ahead) {
+    V acc[MBc][NBc];
+    for (int i = 0; i < MBc; ++i)
+      for (int j = 0; j < NBc; ++j) acc[i][j] = accbuf[(i0 + i) * NB + j];
+    const std::byte* rows[NBc];
+    for (int j = 0; j < NBc; ++j)
+      rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
+    const float* arow[MBc];
+    for (int i = 0; i < MBc; ++i) arow[i] = g.a + (i0 + i) * g.lda;
+
+    for (std::int64_t b0 = k0; b0 < k1;) {
+      // fp8 block scales change every 128 K: one segment per scale block.
+      const std::int64_t b1 =
+          (T == DType::fp8 && !kFromBuf) ? std::min(k1, (b0 / kFp8Block + 1) * kFp8Block) : k1;
+      V sc[NBc];
+      if constexpr (T == DType::fp8 && !kFromBuf)
+        for (int j = 0; j < NBc; ++j)
+          sc[j] =
+              S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
+      for (std::int64_t p = b0; p < b1; p += L) {
+        if (ahead != nullptr)
+          for (int j = 0; j < ahead->nb; ++j)
+            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
+        V w[NBc];
+#pragma GCC unroll 4
+        for (int j = 0; j < NBc; ++j) {
+          if constexpr (kFromBuf) {
+            w[j] = S::load(wbuf + j * ldb + (p - k0));
+          } else {
+            w[j] = vec<T>(rows[j], p);
+            if constexpr (T == DType::fp8) w[j] = S::mul(w[j], sc[j]);
+          }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MBc; ++i) {
+          const V av = S::load(arow[i] + p);
+#pragma GCC unroll 4
+          for (int j = 0; j < NBc; ++j) acc[i][j] = S::fma(av, w[j], acc[i][j]);
+        }
+      }
+      b0 = b1;
+    }
+    for (int i = 0; i < MBc; ++i)
+      for (int j = 0; j < NBc; ++j) accbuf[(i0 + i) * NB + j] = acc[i][j];
+  }
+
+  template <DType T, int NBc, bool kFromBuf>
+  static void rows_of_a(const DecodeArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t k1,
+                        V* accbuf, const float* wbuf, std::int64_t ldb, const Ahead* ahead) {
+    std::int64_t i0 = 0;
+    // Only the first block of A rows issues the prefetches (the others re-read W from L1).
+    for (; i0 + MB <= g.m; i0 += MB)
+      block<T, MB, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, i0 == 0 ? ahead : nullptr);
+    if (i0 > 0) ahead = nullptr;
+    switch (g.m - i0) {
+      case 1:
+        return block<T, 1, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+      case 2:
+        if constexpr (MB > 2)
+          return block<T, 2, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+        return;
+      case 3:
+        if constexpr (MB > 3)
+          return block<T, 3, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+        return;
+      default:
+        return;
+    }
+  }
+
+  // One k tile [k0,k1) (multiple of L) of W rows j0..j0+nb.
+  template <DType T>
+  static void tile(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t k0, std::int64_t k1,
+                   V* accbuf, const Ahead* ahead) {
+    // fp8 and fp16 cost several operations per vector to convert: with more than one block of A
+    // rows, convert each W tile once into scratch (fp32) and let every row block reuse it.
+    // bf16 (one shift) is converted again per row block, straight from the loaded registers.
+    const bool convert_once = (T == DType::fp8 || T == DType::f16) && g.m > MB;
+    if (!convert_once) {
+      if (nb == NB) return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0, ahead);
+      for (int j = 0; j < nb; ++j)
+        rows_of_a<T, 1, false>(g, j0 + j, k0, k1, accbuf + j, nullptr, 0, j == 0 ? ahead : nullptr);
+      return;
+    }
+    // Many rows of A: convert the W tile once into L1 (fp32) and reuse it for every row block.
+    // The rows are converted side by side (L values of each in turn) so their memory streams
+    // are in flight together.
+    const std::int64_t ldb = g.k_tile;
+    const std::byte* rows[NB];
+    for (int j = 0; j < nb; ++j)
+      rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
+    for (std::int64_t b0 = k0; b0 < k1;) {
+      const std::int64_t b1 = T == DType::fp8 ? std::min(k1, (b0 / kFp8Block + 1) * kFp8Block) : k1;
+      V sc[NB];
+      if constexpr (T == DType::fp8)
+        for (int j = 0; j < nb; ++j)
+          sc[j] =
+              S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
+      for (std::int64_t p = b0; p < b1; p += L) {
+        if (ahead != nullptr)
+          for (int j = 0; j < ahead->nb; ++j)
+            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
+        for (int j = 0; j < nb; ++j) {
+          V v = vec<T>(rows[j], p);
+          if constexpr (T == DType::fp8) v = S::mul(v, sc[j]);
+          S::store(g.scratch + j * ldb + (p - k0), v);
+        }
+      }
+      b0 = b1;
+    }
+    if (nb == NB) return rows_of_a<T, NB, true>(g, j0, k0, k1, accbuf, g.scratch, ldb, nullptr);
+    for (int j = 0; j < nb; ++j)
+      rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb, nullptr);
+  }
+
+  template <DType T>
+  static void finish(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t kv, V* accbuf) {
+    for (std::int64_t i = 0; i < g.m; ++i)
+      for (int j = 0; j < nb; ++j) {
+        float s = S::hsum(accbuf[i * NB + j]);
+        const std::byte* row = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
+        for (std::int64_t p = kv; p < g.k; ++p) {
+          const float scale = T == DType::fp8
+                                  ? g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + p / kFp8Block]
+                                  : 1.0f;
+          s = S::fma1(g.a[i * g.lda + p], scalar<T>(row, p, scale, g.e4m3), s);
+        }
+        g.out[i * g.ldo + (j0 - g.n0) + j] = s;
+      }
+  }
+
+  template <DType T>
+  static void decode_typed(const DecodeArgs& g) {
+    V* accbuf = reinterpret_cast<V*>(g.scratch + NB * g.k_tile);
+    const std::int64_t kv = g.k - g.k % L;
+    const std::int64_t ktiles = (kv + g.k_tile - 1) / g.k_tile;
+    const std::int64_t groups = (g.n1 - g.n0 + NB - 1) / NB;
+    auto group_rows = [&](std::int64_t grp) {
+      return static_cast<int>(std::min<std::int64_t>(NB, g.n1 - (g.n0 + grp * NB)));
+    };
+    if (ktiles == 0) {
+      for (std::int64_t grp = 0; grp < groups; ++grp) {
+        for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
+        finish<T>(g, g.n0 + grp * NB, group_rows(grp), kv, accbuf);
+      }
+      return;
+    }
+    // Tiles: (row group, k tile) in order. The pipeline's load(t+S-1) names the tile to fetch
+    // ahead; compute(t) issues its prefetches while it streams tile t.
+    Ahead ahead;
+    bool have_ahead = false;
+    auto load = [&](std::int64_t t, int) {
+      have_ahead = g.stages > 1;
+      const std::int64_t grp = t / ktiles;
+      ahead.nb = group_rows(grp);
+      ahead.k0 = (t % ktiles) * g.k_tile;
+      for (int j = 0; j < ahead.nb; ++j)
+        ahead.rows[j] = static_cast<const char*>(g.w) + (g.n0 + grp * NB + j) * g.ldw * esize<T>();
+    };
+    auto compute = [&](std::int64_t t, int) {
+      const std::int64_t grp = t / ktiles, kk = t % ktiles;
+      const std::int64_t j0 = g.n0 + grp * NB, k0 = kk * g.k_tile;
+      const int nb = group_rows(grp);
+      if (kk == 0)
+        for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
+      // The last S-1 tiles have nothing further to fetch.
+      const bool pf = have_ahead && t + g.stages - 1 < groups * ktiles;
+      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr);
+      if (kk == ktiles - 1) finish<T>(g, j0, nb, kv, accbuf);
+    };
+    tile::run_pipeline(groups * ktiles, g.stages, load, compute);
+  }
+
+  static void decode(const DecodeArgs& g) {
+    switch (g.w_type) {
+      case DType::f32:
+        return decode_typed<DType::f32>(g);
+      case DType::bf16:
+        return decode_typed<DType::bf16>(g);
+      case DType::f16:
+        return decode_typed<DType::f16>(g);
+      case DType::fp8:
+        return decode_typed<DType::fp8>(g);
+      default:
+        return;
+    }
+  }
+};
+
+}  // namespace attain::gemm::detail

@@ -1,0 +1,559 @@
+// attain::gemm against an fp64 reference: every dtype x transpose x path x kernel family the
+// CPU runs x thread count, edge shapes, exact small-integer data (bitwise fp32), guard regions,
+// alpha/beta, NaN/Inf propagation, and the CPUID dispatch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "attain/gemm.hpp"
+#include "kernels/cpu/gemm/dispatch.hpp"
+
+namespace attain::gemm {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// A matrix in a storage dtype, plus fp8 block scales, with its exact fp32 values.
+struct Stored {
+  DType t = DType::f32;
+  std::vector<std::uint8_t> bytes;
+  std::vector<float> scale;
+  std::vector<double> value;  // decoded (with scale), same indexing as the storage
+};
+
+void put(Stored& s, std::size_t i, float v) {
+  switch (s.t) {
+    case DType::f32:
+      std::memcpy(&s.bytes[i * 4], &v, 4);
+      s.value[i] = v;
+      break;
+    case DType::bf16: {
+      const std::uint16_t h = f32_to_bf16(v);
+      std::memcpy(&s.bytes[i * 2], &h, 2);
+      s.value[i] = bf16_to_f32(h);
+      break;
+    }
+    case DType::f16: {
+      const std::uint16_t h = f32_to_f16(v);
+      std::memcpy(&s.bytes[i * 2], &h, 2);
+      s.value[i] = f16_to_f32(h);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// rows x cols storage (row-major, ld = cols). Values: small integers (exact) or uniform.
+// fp8: scale_of(r, c) gives the index into s.scale for element (r, c).
+template <class ScaleIdx>
+Stored make(DType t, std::int64_t rows, std::int64_t cols, bool ints, std::mt19937& rng,
+            std::size_t nscale, ScaleIdx scale_of) {
+  Stored s;
+  s.t = t;
+  const auto n = static_cast<std::size_t>(rows * cols);
+  s.bytes.resize(n * dtype_size(t));
+  s.value.resize(n);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> ui(-3, 3);
+  if (t == DType::fp8) {
+    s.scale.resize(nscale);
+    for (auto& x : s.scale) x = ints ? 1.0f : 0.001f + std::abs(u(rng)) * 0.01f;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const auto i = static_cast<std::size_t>(r * cols + c);
+        const std::uint8_t q = f32_to_e4m3(ints ? static_cast<float>(ui(rng)) : u(rng) * 400.0f);
+        s.bytes[i] = q;
+        s.value[i] = static_cast<double>(e4m3_to_f32(q) * s.scale[scale_of(r, c)]);
+      }
+    return s;
+  }
+  for (std::size_t i = 0; i < n; ++i) put(s, i, ints ? static_cast<float>(ui(rng)) : u(rng));
+  return s;
+}
+
+struct Case {
+  DType at = DType::f32, bt = DType::f32, ct = DType::f32;
+  Trans ta = Trans::N, tb = Trans::T;
+  std::int64_t m = 1, n = 1, k = 1;
+  float alpha = 1.0f, beta = 0.0f;
+  int threads = 1, stages = 2;
+  Path path = Path::automatic;
+  Isa isa = Isa::automatic;
+  bool ints = false;
+  std::int64_t pad = 0;  // extra leading-dimension padding on A, B and C
+  int decode_k_tile = 0;
+};
+
+std::string name(const Case& c) {
+  return std::string(dtype_name(c.at)) + "x" + std::string(dtype_name(c.bt)) + "->" +
+         std::string(dtype_name(c.ct)) + " " + (c.ta == Trans::N ? "N" : "T") +
+         (c.tb == Trans::N ? "N" : "T") + " m=" + std::to_string(c.m) +
+         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+         " path=" + std::string(path_name(c.path)) + " isa=" + std::string(isa_name(c.isa)) +
+         " threads=" + std::to_string(c.threads) + " stages=" + std::to_string(c.stages) +
+         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta);
+}
+
+// Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
+// padding. exact: demand bitwise equality with the reference.
+void run_case(const Case& c) {
+  SCOPED_TRACE(name(c));
+  std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k));
+  const std::int64_t kb = ceil_div(c.k, kFp8Block);
+  // op(A) (m,k): storage (m, k) for N, (k, m) for T. Scales are logical: [i * kb + p/128].
+  const std::int64_t a_rows = c.ta == Trans::N ? c.m : c.k,
+                     a_cols = (c.ta == Trans::N ? c.k : c.m) + c.pad;
+  const std::int64_t b_rows = c.tb == Trans::T ? c.n : c.k,
+                     b_cols = (c.tb == Trans::T ? c.k : c.n) + c.pad;
+  Stored A = make(c.at, a_rows, a_cols, c.ints, rng, static_cast<std::size_t>(c.m * kb),
+                  [&](std::int64_t r, std::int64_t q) {
+                    const std::int64_t i = c.ta == Trans::N ? r : q, p = c.ta == Trans::N ? q : r;
+                    return static_cast<std::size_t>(std::min(i, c.m - 1) * kb +
+                                                    std::min(p, c.k - 1) / kFp8Block);
+                  });
+  Stored B =
+      make(c.bt, b_rows, b_cols, c.ints, rng, static_cast<std::size_t>(ceil_div(c.n, 128) * kb),
+           [&](std::int64_t r, std::int64_t q) {
+             const std::int64_t j = c.tb == Trans::T ? r : q, p = c.tb == Trans::T ? q : r;
+             return static_cast<std::size_t>(std::min(j, c.n - 1) / kFp8Block * kb +
+                                             std::min(p, c.k - 1) / kFp8Block);
+           });
+  auto av = [&](std::int64_t i, std::int64_t p) {
+    return A.value[static_cast<std::size_t>(c.ta == Trans::N ? i * a_cols + p : p * a_cols + i)];
+  };
+  auto bv = [&](std::int64_t p, std::int64_t j) {
+    return B.value[static_cast<std::size_t>(c.tb == Trans::T ? j * b_cols + p : p * b_cols + j)];
+  };
+  // C with guard regions before and after, and padding columns that must stay untouched.
+  const std::int64_t ldc = c.n + c.pad, guard = 64;
+  const std::size_t cs = dtype_size(c.ct);
+  std::vector<std::uint8_t> cbuf(static_cast<std::size_t>((c.m * ldc + 2 * guard)) * cs, 0xA5);
+  std::vector<double> c0(static_cast<std::size_t>(c.m * c.n));
+  auto c_at = [&](std::int64_t i, std::int64_t j) {
+    return &cbuf[static_cast<std::size_t>(guard + i * ldc + j) * cs];
+  };
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = 0; j < c.n; ++j) {
+      const float v =
+          c.ints ? static_cast<float>((i + j) % 5 - 2) : static_cast<float>(i - j) * 0.01f;
+      double dv = v;
+      if (c.ct == DType::f32) std::memcpy(c_at(i, j), &v, 4);
+      if (c.ct == DType::bf16) {
+        const std::uint16_t h = f32_to_bf16(v);
+        std::memcpy(c_at(i, j), &h, 2);
+        dv = bf16_to_f32(h);
+      }
+      if (c.ct == DType::f16) {
+        const std::uint16_t h = f32_to_f16(v);
+        std::memcpy(c_at(i, j), &h, 2);
+        dv = f16_to_f32(h);
+      }
+      c0[static_cast<std::size_t>(i * c.n + j)] = dv;
+    }
+  const std::vector<std::uint8_t> before = cbuf;
+
+  Params p;
+  p.a = A.bytes.data();
+  p.a_type = c.at;
+  p.trans_a = c.ta;
+  p.lda = a_cols;
+  p.a_scale = A.scale.empty() ? nullptr : A.scale.data();
+  p.b = B.bytes.data();
+  p.b_type = c.bt;
+  p.trans_b = c.tb;
+  p.ldb = b_cols;
+  p.b_scale = B.scale.empty() ? nullptr : B.scale.data();
+  p.c = c_at(0, 0);
+  p.c_type = c.ct;
+  p.ldc = ldc;
+  p.m = c.m;
+  p.n = c.n;
+  p.k = c.k;
+  p.alpha = c.alpha;
+  p.beta = c.beta;
+  p.threads = c.threads;
+  p.stages = c.stages;
+  p.schedule.path = c.path;
+  p.schedule.isa = c.isa;
+  p.schedule.decode_k_tile = c.decode_k_tile;
+  gemm(p);
+
+  double err2 = 0, ref2 = 0;
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = 0; j < c.n; ++j) {
+      double ref = 0;
+      for (std::int64_t q = 0; q < c.k; ++q) ref += av(i, q) * bv(q, j);
+      ref = c.alpha * ref +
+            (c.beta != 0.0f ? c.beta * c0[static_cast<std::size_t>(i * c.n + j)] : 0.0);
+      double got;
+      if (c.ct == DType::f32) {
+        float f;
+        std::memcpy(&f, c_at(i, j), 4);
+        got = f;
+      } else {
+        std::uint16_t h;
+        std::memcpy(&h, c_at(i, j), 2);
+        got = c.ct == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      ASSERT_TRUE(std::isfinite(got)) << "C[" << i << "," << j << "]";
+      if (c.ints && c.ct == DType::f32) {
+        ASSERT_EQ(got, ref) << "C[" << i << "," << j << "] not exact";
+      }
+      err2 += (got - ref) * (got - ref);
+      ref2 += ref * ref;
+    }
+  const double err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  const double tol = c.ct == DType::f32 ? 1e-5 + 4e-7 * std::sqrt(static_cast<double>(c.k))
+                                        : (c.ct == DType::bf16 ? 8e-3 : 2e-3);
+  EXPECT_LE(err, tol);
+  // Guards and C's padding columns are untouched.
+  for (std::int64_t g = 0; g < guard * static_cast<std::int64_t>(cs); ++g) {
+    ASSERT_EQ(cbuf[static_cast<std::size_t>(g)], 0xA5) << "guard before C";
+    ASSERT_EQ(cbuf[cbuf.size() - 1 - static_cast<std::size_t>(g)], 0xA5) << "guard after C";
+  }
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = c.n; j < ldc; ++j)
+      for (std::size_t b = 0; b < cs; ++b)
+        ASSERT_EQ(c_at(i, j)[b], before[static_cast<std::size_t>(c_at(i, j) - cbuf.data()) + b])
+            << "C padding";
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::scalar};
+  if (isa_supported(Isa::avx2)) v.push_back(Isa::avx2);
+  if (isa_supported(Isa::avx512)) v.push_back(Isa::avx512);
+  return v;
+}
+
+TEST(GemmDispatch, PicksTheBestFamilyTheCpuRuns) {
+  const auto& cpu = detail::cpu_info();
+  const bool has512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+  const bool has2 = cpu.avx2 && cpu.fma && cpu.f16c;
+  EXPECT_EQ(isa_supported(Isa::avx512), has512 && has2);
+  EXPECT_EQ(isa_supported(Isa::avx2), has2);
+  EXPECT_TRUE(isa_supported(Isa::scalar));
+  if (std::getenv("ATTAIN_ISA") == nullptr) {
+    const Isa want = (has512 && has2) ? Isa::avx512 : (has2 ? Isa::avx2 : Isa::scalar);
+    EXPECT_EQ(detected_isa(), want) << "vendor " << cpu.vendor << " family " << cpu.family;
+  }
+  std::printf(
+      "CPU %s family 0x%x model 0x%x: avx2=%d fma=%d f16c=%d avx512f=%d -> %s (table row %s)\n",
+      cpu.vendor.c_str(), cpu.family, cpu.model, cpu.avx2, cpu.fma, cpu.f16c, cpu.avx512f,
+      std::string(isa_name(detected_isa())).c_str(),
+      detail::cpu_table_row_name(detected_isa()).c_str());
+}
+
+TEST(GemmDispatch, ForcedFamilyIsUsedAndUnsupportedIsRefused) {
+  Params p;
+  p.m = 20;
+  p.n = 20;
+  p.k = 8;
+  p.schedule.isa = Isa::scalar;
+  EXPECT_EQ(resolve(p).isa, Isa::scalar);
+  EXPECT_NE(describe(resolve(p)).find("scalar_4x8"), std::string::npos);
+  p.schedule.isa = Isa::automatic;
+  EXPECT_EQ(resolve(p).isa, detected_isa());
+  for (Isa i : {Isa::avx2, Isa::avx512}) {
+    if (isa_supported(i)) continue;
+    std::vector<float> a(160), b(160), c(400);
+    p.a = a.data();
+    p.b = b.data();
+    p.c = c.data();
+    p.schedule.isa = i;
+    EXPECT_THROW(gemm(p), std::invalid_argument);
+  }
+  Case c{};
+  c.m = 7;
+  c.n = 19;
+  c.k = 33;
+  c.isa = Isa::scalar;
+  c.ints = true;
+  c.path = Path::packed;
+  run_case(c);
+  c.path = Path::decode;
+  run_case(c);
+}
+
+TEST(Gemm, Fp32ExactEveryPathFamilyThreadsStages) {
+  for (Isa isa : isas())
+    for (Path path : {Path::packed, Path::decode})
+      for (int threads : {1, 2, 3})
+        for (int stages : {1, 2, 4}) {
+          Case c{};
+          c.isa = isa;
+          c.path = path;
+          c.threads = threads;
+          c.stages = stages;
+          c.ints = true;
+          c.m = path == Path::decode ? 13 : 37;
+          c.n = 45;
+          c.k = 300;
+          c.decode_k_tile = 128;  // three k tiles through the pipeline, plus a K tail
+          run_case(c);
+        }
+}
+
+TEST(Gemm, EdgeShapes) {
+  const std::int64_t shapes[][3] = {{1, 1, 1},    {1, 17, 1},   {1, 33, 129}, {5, 3, 2},
+                                    {6, 16, 256}, {7, 17, 257}, {12, 32, 1},  {13, 33, 5},
+                                    {64, 1, 40},  {65, 100, 3}};
+  for (Isa isa : isas())
+    for (Path path : {Path::packed, Path::decode})
+      for (const auto& s : shapes) {
+        if (path == Path::decode && s[0] > 64) continue;
+        Case c{};
+        c.isa = isa;
+        c.path = path;
+        c.m = s[0];
+        c.n = s[1];
+        c.k = s[2];
+        c.ints = true;
+        c.threads = 2;
+        run_case(c);
+      }
+}
+
+TEST(Gemm, DtypesAndOutputs) {
+  for (Isa isa : isas())
+    for (Path path : {Path::packed, Path::decode})
+      for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8})
+        for (DType ct : {DType::f32, DType::bf16, DType::f16}) {
+          Case c{};
+          c.isa = isa;
+          c.path = path;
+          c.at = c.bt = t;
+          c.ct = ct;
+          c.m = path == Path::decode ? 9 : 30;
+          c.n = 150;
+          c.k = 390;  // three fp8 scale blocks plus a tail
+          c.threads = 2;
+          run_case(c);
+          c.ints = true;  // small integers are exact in every dtype
+          c.m = 3;
+          run_case(c);
+        }
+}
+
+TEST(Gemm, MixedDtypesTransposesAlphaBetaStrides) {
+  for (Isa isa : isas())
+    for (Trans ta : {Trans::N, Trans::T})
+      for (Trans tb : {Trans::N, Trans::T}) {
+        Case c{};
+        c.isa = isa;
+        c.ta = ta;
+        c.tb = tb;
+        c.m = 23;
+        c.n = 41;
+        c.k = 150;
+        c.alpha = 0.5f;
+        c.beta = -2.0f;
+        c.pad = 3;
+        c.threads = 2;
+        c.at = DType::f32;
+        c.bt = DType::bf16;
+        run_case(c);
+        c.at = DType::fp8;
+        c.bt = DType::fp8;
+        run_case(c);
+        c.at = DType::f16;
+        c.bt = DType::f32;
+        c.ct = DType::bf16;
+        c.m = 4;  // the decode path when tb = T
+        run_case(c);
+      }
+}
+
+TEST(Gemm, LargerShapesBothPaths) {
+  for (Path path : {Path::packed, Path::decode}) {
+    Case c{};
+    c.path = path;
+    c.m = path == Path::decode ? 32 : 200;
+    c.n = 300;
+    c.k = 1100;
+    c.threads = 2;
+    for (DType t : {DType::f32, DType::bf16, DType::fp8}) {
+      c.at = c.bt = t;
+      c.ct = t == DType::f32 ? DType::f32 : DType::bf16;
+      run_case(c);
+    }
+  }
+}
+
+TEST(Gemm, EmptyAndKZero) {
+  Params p;
+  p.m = 0;
+  p.n = 10;
+  p.k = 10;
+  EXPECT_NO_THROW(gemm(p));  // nothing to do, null pointers allowed
+  std::vector<float> c(6, 3.0f);
+  p.m = 2;
+  p.n = 3;
+  p.k = 0;
+  p.c = c.data();
+  p.beta = 2.0f;
+  gemm(p);
+  for (float v : c) EXPECT_EQ(v, 6.0f);
+  p.beta = 0.0f;
+  std::fill(c.begin(), c.end(), std::nanf(""));
+  gemm(p);
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Gemm, BadArgumentsAreRefused) {
+  std::vector<float> a(100), b(100), c(100);
+  Params p;
+  p.a = a.data();
+  p.b = b.data();
+  p.c = c.data();
+  p.m = p.n = p.k = 4;
+  p.lda = 3;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.lda = 0;
+  p.a_type = DType::fp8;
+  EXPECT_THROW(gemm(p), std::invalid_argument);  // no scales
+  p.a_type = DType::i32;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.a_type = DType::f32;
+  p.stages = 0;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.stages = 2;
+  p.schedule.path = Path::decode;
+  p.trans_b = Trans::N;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+}
+
+// NaN and Inf in the inputs reach exactly the outputs they feed, on every path; with beta = 0
+// a NaN already in C does not leak.
+TEST(Gemm, NanInfPropagate) {
+  for (Isa isa : isas())
+    for (Path path : {Path::packed, Path::decode})
+      for (DType t : {DType::f32, DType::bf16, DType::fp8}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
+                     std::string(dtype_name(t)));
+        const std::int64_t m = 9, n = 21, k = 140;
+        const std::size_t es = dtype_size(t);
+        std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) * es),
+            w(static_cast<std::size_t>(n * k) * es);
+        auto set = [&](std::vector<std::uint8_t>& v, std::int64_t i, float x) {
+          if (t == DType::f32) std::memcpy(&v[static_cast<std::size_t>(i) * 4], &x, 4);
+          if (t == DType::bf16) {
+            const std::uint16_t h = f32_to_bf16(x);
+            std::memcpy(&v[static_cast<std::size_t>(i) * 2], &h, 2);
+          }
+          if (t == DType::fp8)
+            v[static_cast<std::size_t>(i)] = std::isinf(x) ? 0x7e : f32_to_e4m3(x);
+        };
+        for (std::int64_t i = 0; i < m * k; ++i) set(a, i, 1.0f);
+        for (std::int64_t i = 0; i < n * k; ++i) set(w, i, 0.5f);
+        set(a, 2 * k + 130, std::nanf(""));                         // row 2 of A -> all of C row 2
+        set(w, 5 * k + 7, std::numeric_limits<float>::infinity());  // col 5 -> +Inf (fp8: 448)
+        std::vector<float> as(static_cast<std::size_t>(m * 2), 1.0f),
+            ws(static_cast<std::size_t>(2), 1.0f);
+        std::vector<float> c(static_cast<std::size_t>(m * n), std::nanf(""));
+        Params p;
+        p.a = a.data();
+        p.b = w.data();
+        p.c = c.data();
+        p.a_type = p.b_type = t;
+        p.a_scale = as.data();
+        p.b_scale = ws.data();
+        p.m = m;
+        p.n = n;
+        p.k = k;
+        p.threads = 2;
+        p.schedule.isa = isa;
+        p.schedule.path = path;
+        gemm(p);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float v = c[static_cast<std::size_t>(i * n + j)];
+            if (i == 2) {
+              EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+            } else if (j == 5 && t != DType::fp8) {
+              EXPECT_TRUE(std::isinf(v) && v > 0) << i << "," << j;
+            } else {
+              const float want = j == 5 ? 0.5f * (k - 1) + 448.0f : 0.5f * k;
+              EXPECT_EQ(v, want) << i << "," << j;
+            }
+          }
+      }
+}
+
+TEST(Gemm, BatchedAndGrouped) {
+  // Batched: 3 items of (5 x 7) . (9 x 7)^T, compared with per-item gemm calls.
+  const std::int64_t bt = 3, m = 5, n = 9, k = 7;
+  std::vector<float> a(static_cast<std::size_t>(bt * m * k)),
+      w(static_cast<std::size_t>(bt * n * k));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  std::vector<float> c1(static_cast<std::size_t>(bt * m * n)), c2(c1.size());
+  Params p;
+  p.a = a.data();
+  p.b = w.data();
+  p.c = c1.data();
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  batched_gemm(p, bt, {m * k, n * k, m * n, 0, 0});
+  for (std::int64_t b = 0; b < bt; ++b) {
+    Params q = p;
+    q.a = a.data() + b * m * k;
+    q.b = w.data() + b * n * k;
+    q.c = c2.data() + b * m * n;
+    gemm(q);
+  }
+  EXPECT_EQ(c1, c2);
+
+  // Grouped contiguous: rows {0, 2, 0} of 3 groups -> offsets; masked: padding rows NaN.
+  const std::int32_t offsets[] = {0, 2, 2, 5};  // group 0: 2 rows, group 1: none, group 2: 3 rows
+  std::vector<float> cg(static_cast<std::size_t>(5 * n), std::nanf(""));
+  p.c = cg.data();
+  p.m = 5;
+  grouped_gemm_contiguous(p, 3, offsets);
+  for (std::int64_t r = 0; r < 5; ++r) {
+    const std::int64_t g = r < 2 ? 0 : 2;
+    for (std::int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (std::int64_t q = 0; q < k; ++q)
+        ref += a[static_cast<std::size_t>(r * k + q)] *
+               w[static_cast<std::size_t>((g * n + j) * k + q)];
+      EXPECT_EQ(cg[static_cast<std::size_t>(r * n + j)], ref);
+    }
+  }
+  const std::int64_t max_m = 4;
+  const std::int32_t counts[] = {4, 0, 1};
+  std::vector<float> am(static_cast<std::size_t>(3 * max_m * k), std::nanf(""));
+  for (std::int64_t g = 0; g < 3; ++g)
+    for (std::int64_t r = 0; r < counts[g]; ++r)
+      for (std::int64_t q = 0; q < k; ++q)
+        am[static_cast<std::size_t>((g * max_m + r) * k + q)] = static_cast<float>((r + q + g) % 3);
+  std::vector<float> cm(static_cast<std::size_t>(3 * max_m * n), -7.0f);
+  p.a = am.data();
+  p.c = cm.data();
+  p.m = max_m;
+  grouped_gemm_masked(p, 3, counts);
+  for (std::int64_t g = 0; g < 3; ++g)
+    for (std::int64_t r = 0; r < max_m; ++r)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float got = cm[static_cast<std::size_t>((g * max_m + r) * n + j)];
+        if (r >= counts[g]) {
+          EXPECT_EQ(got, -7.0f) << "padding row written";
+          continue;
+        }
+        double ref = 0;
+        for (std::int64_t q = 0; q < k; ++q)
+          ref += am[static_cast<std::size_t>((g * max_m + r) * k + q)] *
+                 w[static_cast<std::size_t>((g * n + j) * k + q)];
+        EXPECT_EQ(got, ref);
+      }
+}
+
+}  // namespace
+}  // namespace attain::gemm
