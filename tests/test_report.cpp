@@ -175,6 +175,20 @@ TEST(Report, NoUrlEvenFromUserText) {
   EXPECT_EQ(check_balanced(html), "");
 }
 
+TEST(Report, EmptyAndCeilinglessFilesRender) {
+  ResultsFile empty;  // no results, no ceilings
+  ResultsFile only_bad = host_file();
+  for (auto& r : only_bad.results) r.status = "error", r.reason = "failed";
+  const ReportModel m = build_report_model({{"empty", empty}, {"bad", only_bad}});
+  const std::string html = render_report_html(m, {});
+  EXPECT_EQ(check_balanced(html), "");
+  const auto svgs = roofline_svgs(html);
+  ASSERT_EQ(svgs.size(), 2u);
+  EXPECT_EQ(count_points(svgs[0]) + count_points(svgs[1]), 0u);
+  EXPECT_NE(svgs[0].find("no ceilings recorded"), std::string::npos);
+  EXPECT_NE(html.find("no op ran successfully"), std::string::npos);
+}
+
 TEST(Report, PairRatiosGeomeanQuartilesWins) {
   ResultsFile a, b;
   const char* specs[] = {"gemm:m=1,n=64,k=64,dtype=fp32", "gemm:m=2,n=64,k=64,dtype=fp32",

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "attain/report.hpp"
@@ -56,14 +55,14 @@ const bool registered = add_command([](CLI::App& app) {
       emit_json(to_json(res.file), "", true);
       return 0;
     }
+    std::string ignored;
+    for (const auto& c : res.ignored_columns) ignored += (ignored.empty() ? "" : ", ") + c;
     std::vector<double> eff;
     for (const auto& r : res.file.results) eff.push_back(r.efficiency);
     const Aggregate a = aggregate(eff);
     fmt::print("imported {} row(s) from {} for device {} ({}), backend '{}'; {} skipped{}\n",
                res.file.results.size(), o->file, dev.id, dev.name, o->backend, res.skipped.size(),
-               res.ignored_columns.empty()
-                   ? ""
-                   : fmt::format("; ignored columns: {}", fmt::join(res.ignored_columns, ", ")));
+               ignored.empty() ? "" : "; ignored columns: " + ignored);
     fmt::print(
         "efficiency against {}'s roofline: geomean {:.1f}% (median {:.1f}%, quartiles "
         "{:.1f}%..{:.1f}%)\n",

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "report/svg.hpp"
 
@@ -409,9 +408,13 @@ std::string speed_svg(const ReportModel& m) {
     s += fmt::format(
         "<line class=\"grid{}\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"></line>",
         e == 0 ? " one" : "", px, top - 6, px, H - 16);
+    // Powers of two: "100%" at parity, "4x" faster, "1/4" the speed.
+    const std::string label = e == 0  ? "100%"
+                              : e > 0 ? fmt::format("{:g}x", r)
+                                      : fmt::format("1/{:g}", 1 / r);
     s += fmt::format(
         "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", px,
-        top - 10, pct(r));
+        top - 10, label);
   }
   for (std::size_t i = 0; i < ps.size(); ++i) {
     const ReportPair& p = *ps[i];

@@ -4,7 +4,8 @@
 # projection arithmetic checked by hand.
 source "$(dirname "$0")/lib.sh"
 
-"$ATTAIN" bench --suite quick --sample 4 --backend openblas,reference --max-seconds 0.01 --threads 1 \
+# A measured file (OpenBLAS only: fast; fp32 ops ok, the others recorded unsupported).
+"$ATTAIN" bench --suite quick --sample 8 --backend openblas --max-seconds 0.01 --threads 1 \
   --out "$TMP/a.json" >/dev/null
 
 # A device database of one test chip (known numbers, independent of data/devices); the
@@ -13,9 +14,9 @@ mkdir -p "$TMP/data/devices"
 ln -s "$ROOT/data/models" "$TMP/data/models"
 cat > "$TMP/data/devices/testchip.json" <<'JSON'
 {"id": "testchip", "name": "Test Chip", "vendor": "test", "kind": "npu",
- "peak_tflops": {"bf16": 1000, "fp8": 2000}, "mem_bandwidth_gbps": 4000, "mem_capacity_gb": 96,
+ "peak_tflops": {"fp32": 100, "bf16": 1000, "fp8": 2000}, "mem_bandwidth_gbps": 4000, "mem_capacity_gb": 96,
  "interconnect": {"name": "test link", "gbps": 400},
- "sources": {"peak_tflops.bf16": "test", "peak_tflops.fp8": "test", "mem_bandwidth_gbps": "test",
+ "sources": {"peak_tflops.fp32": "test", "peak_tflops.bf16": "test", "peak_tflops.fp8": "test", "mem_bandwidth_gbps": "test",
              "mem_capacity_gb": "test", "interconnect": "test"}}
 JSON
 export ATTAIN_DATA_DIR="$TMP/data"
@@ -72,6 +73,7 @@ grep -q "line 4:.*fields" "$TMP/imp.err" || fail "short row not reported with it
 grep -q "imported 2 row" "$TMP/imp.txt" || fail "import summary: $(cat "$TMP/imp.txt")"
 [ "$(json_get "$TMP/imp.json" 'len(d["results"])')" = 2 ] || fail "import row count"
 [ "$(json_get "$TMP/imp.json" 'd["machine"]["device"]')" = "$DEV" ] || fail "import device"
+expect_error 2 "did not parse (--strict)" -- "$ATTAIN" import "$TMP/t.csv" --device "$DEV" -o "$TMP/x.json" --strict
 printf 'm,n,dtype,time_us\n1,2,bf16,3\n' > "$TMP/nocol.csv"
 expect_error 2 "missing required column" -- "$ATTAIN" import "$TMP/nocol.csv" --device "$DEV" -o "$TMP/x.json"
 : > "$TMP/empty.csv"
@@ -84,7 +86,7 @@ expect_error 2 "cannot read CSV" -- "$ATTAIN" import "$TMP/missing.csv" --device
 # ---- report --------------------------------------------------------------------------
 "$ATTAIN" report "$TMP/a.json" "$TMP/imp.json" "$TMP/p.json" -o "$TMP/r.html" > "$TMP/r.txt"
 grep -q "report written to" "$TMP/r.txt" || fail "report summary"
-grep -q "a:openblas runs at .* of a:reference's speed" "$TMP/r.txt" || fail "no relative speed line: $(cat "$TMP/r.txt")"
+grep -q "a:openblas runs at a projected .* of p:projected:testchip's speed" "$TMP/r.txt" || fail "no relative speed line: $(cat "$TMP/r.txt")"
 python3 - "$TMP/r.html" "$TMP/a.json" "$TMP/imp.json" "$TMP/p.json" <<'PY'
 import json, re, sys
 from html.parser import HTMLParser
@@ -119,8 +121,10 @@ assert c.svgs == want, f"points per roofline {c.svgs}, ok ops per file {want}"
 assert "PROJECTED" in html and "This report contains PROJECTIONS" in html
 assert "attain bench --op " in html
 PY
-"$ATTAIN" report "$TMP/a.json" --json > "$TMP/r.json"
+"$ATTAIN" report "$TMP/a.json" "$TMP/p.json" --json > "$TMP/r.json"
 [ "$(json_get "$TMP/r.json" 'len(d["pairs"])')" = 1 ] || fail "report --json pairs"
+[ "$(json_get "$TMP/r.json" 'd["pairs"][0]["speed_a_over_b"]["count"] > 0 and d["pairs"][0]["projected"]')" = True ] \
+  || fail "report --json: the measured/projected pair"
 expect_error 2 "needs -o" -- "$ATTAIN" report "$TMP/a.json"
 expect_error 2 "cannot read" -- "$ATTAIN" report "$TMP/none.json" -o "$TMP/x.html"
 
