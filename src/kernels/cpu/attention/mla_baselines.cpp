@@ -13,9 +13,9 @@
 #include <numeric>
 
 #include "attain/mla.hpp"
+#include "attain/threadpool.hpp"
 #include "bench/rng.hpp"
 #include "kernels/cpu/attention/mla_common.hpp"
-#include "kernels/cpu/attention/pool.hpp"
 
 namespace attain {
 
@@ -35,9 +35,9 @@ inline std::int64_t visible(std::int64_t seqlen, std::int64_t s_q, std::int64_t 
 
 // Runs fn(request, tid) for every request, requests handed out dynamically.
 template <class F>
-void for_requests(mla::Pool& pool, std::int64_t b, F&& fn) {
+void for_requests(int threads, std::int64_t b, F&& fn) {
   std::atomic<std::int64_t> next{0};
-  pool.run([&](int tid) {
+  ThreadPool::instance().run(threads, [&](int tid, int) {
     for (std::int64_t i; (i = next.fetch_add(1)) < b;) fn(i, tid);
   });
 }
@@ -46,9 +46,10 @@ void for_requests(mla::Pool& pool, std::int64_t b, F&& fn) {
 
 class NaiveKernel final : public Kernel {
  public:
-  NaiveKernel(TensorSet& set, const RunOptions& opt) : p_(mla_params(set)), pool_(opt.threads) {
+  NaiveKernel(TensorSet& set, const RunOptions& opt)
+      : p_(mla_params(set)), threads_(std::max(1, opt.threads)) {
     const std::int64_t M = p_.s_q * p_.h;
-    for (int t = 0; t < pool_.size(); ++t) {
+    for (int t = 0; t < threads_; ++t) {
       Scratch s;
       s.q = mla::alloc_floats(static_cast<std::size_t>(M * kDk));
       s.scores = mla::alloc_floats(static_cast<std::size_t>(M * p_.max_blocks * kBlock));
@@ -59,7 +60,7 @@ class NaiveKernel final : public Kernel {
   }
   void run() override {
     mla_check(p_);
-    for_requests(pool_, p_.b, [&](std::int64_t bi, int tid) {
+    for_requests(threads_, p_.b, [&](std::int64_t bi, int tid) {
       request(bi, scratch_[static_cast<std::size_t>(tid)]);
     });
   }
@@ -121,7 +122,7 @@ class NaiveKernel final : public Kernel {
 
   MlaParams p_;
   const mla::Ukernels& uk_ = mla::best_ukernels();
-  mla::Pool pool_;
+  int threads_;
   std::vector<Scratch> scratch_;
 };
 
@@ -220,9 +221,10 @@ void fill_fast(DType dt, void* dst, std::size_t n, float scale, Rng& rng) {
 
 class SeparateKvKernel final : public Kernel {
  public:
-  SeparateKvKernel(SeparateKvCase::Data& d, const RunOptions& opt) : d_(d), pool_(opt.threads) {
+  SeparateKvKernel(SeparateKvCase::Data& d, const RunOptions& opt)
+      : d_(d), threads_(std::max(1, opt.threads)) {
     const std::int64_t M = d.op.s_q * d.op.h;
-    for (int t = 0; t < pool_.size(); ++t) {
+    for (int t = 0; t < threads_; ++t) {
       Scratch s;
       s.q = mla::alloc_floats(static_cast<std::size_t>(M * kDqk));
       s.sc = mla::alloc_floats(static_cast<std::size_t>(M * kBlock));
@@ -234,7 +236,7 @@ class SeparateKvKernel final : public Kernel {
     }
   }
   void run() override {
-    for_requests(pool_, d_.op.b, [&](std::int64_t bi, int tid) {
+    for_requests(threads_, d_.op.b, [&](std::int64_t bi, int tid) {
       request(bi, scratch_[static_cast<std::size_t>(tid)]);
     });
   }
@@ -312,7 +314,7 @@ class SeparateKvKernel final : public Kernel {
 
   SeparateKvCase::Data& d_;
   const mla::Ukernels& uk_ = mla::best_ukernels();
-  mla::Pool pool_;
+  int threads_;
   std::vector<Scratch> scratch_;
 };
 

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "attain/mla.hpp"
+#include "attain/threadpool.hpp"
 #include "kernels/cpu/attention/mla_common.hpp"
-#include "kernels/cpu/attention/pool.hpp"
 
 namespace attain {
 
@@ -152,17 +152,17 @@ struct Scratch {
 struct MlaDecoder::Impl {
   const mla::Ukernels& uk;
   std::int64_t max_rows, mpad_max;
-  mla::Pool pool;
+  int threads;
   std::vector<Scratch> scratch;
   mla::FloatBuf part_o, part_lse;  // [max_partials][max_rows][512], [max_partials][max_rows]
 
-  Impl(std::int64_t rows, int threads, std::string_view isa)
+  Impl(std::int64_t rows, int nthreads, std::string_view isa)
       : uk(pick(isa)),
         max_rows(rows),
         mpad_max(ceil_div(rows, mla::kMaxMpadAlign) * mla::kMaxMpadAlign),
-        pool(threads) {
+        threads(std::max(1, nthreads)) {
     const auto mp = static_cast<std::size_t>(mpad_max);
-    scratch.resize(static_cast<std::size_t>(pool.size()));
+    scratch.resize(static_cast<std::size_t>(threads));
     for (auto& s : scratch) {
       s.kf = mla::alloc_floats(static_cast<std::size_t>(kBlock) * kDk);
       s.qt = mla::alloc_floats(kDk * mp);
@@ -173,7 +173,7 @@ struct MlaDecoder::Impl {
       s.alpha = mla::alloc_floats(mp);
       s.vis.assign(mp, 0);
     }
-    const auto parts = static_cast<std::size_t>(mla_max_partials(pool.size()));
+    const auto parts = static_cast<std::size_t>(mla_max_partials(threads));
     part_o = mla::alloc_floats(parts * mp * kDv);
     part_lse = mla::alloc_floats(parts * mp);
   }
@@ -277,7 +277,7 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
 void MlaDecoder::Impl::combine(const MlaParams& p, const MlaSchedule& s, int tid) const {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const std::int64_t M = p.s_q * p.h;
-  const int T = pool.size();
+  const int T = threads;
   const DType od = p.dtype == DType::f32 ? DType::f32 : DType::bf16;
   float acc[kDv];
   std::int64_t row = 0;  // rows of split requests, dealt round robin to threads
@@ -312,7 +312,7 @@ MlaDecoder::MlaDecoder(std::int64_t max_rows, int threads, std::string_view isa)
     : impl_(std::make_unique<Impl>(std::max<std::int64_t>(1, max_rows), threads, isa)) {}
 MlaDecoder::~MlaDecoder() = default;
 int MlaDecoder::threads() const {
-  return impl_->pool.size();
+  return impl_->threads;
 }
 std::string MlaDecoder::isa() const {
   return impl_->uk.isa;
@@ -324,12 +324,14 @@ void MlaDecoder::run(const MlaParams& p) {
     throw InputError(fmt::format("mla_decode: s_q*h = {} rows exceed the decoder's {}", p.s_q * p.h,
                                  impl_->max_rows));
   if (p.b == 0) return;
-  const MlaSchedule s = mla_schedule(p.seqlens, p.b, impl_->pool.size());
-  impl_->pool.run([&](int tid) {
+  const int T = impl_->threads;
+  const MlaSchedule s = mla_schedule(p.seqlens, p.b, T);
+  ThreadPool::instance().run(T, [&](int tid, int) {
     for (const MlaSplit& u : s.per_thread[static_cast<std::size_t>(tid)])
       impl_->split(p, u, impl_->scratch[static_cast<std::size_t>(tid)]);
   });
-  if (s.num_partials > 0) impl_->pool.run([&](int tid) { impl_->combine(p, s, tid); });
+  if (s.num_partials > 0)
+    ThreadPool::instance().run(T, [&](int tid, int) { impl_->combine(p, s, tid); });
 }
 
 void mla_decode(const MlaParams& p, int threads) {
