@@ -25,6 +25,7 @@ build: deps $(BUILD)/build.ninja
 run: build
 	@mkdir -p results
 	$(BUILD)/attain bench --suite quick --backend attain,openblas --out results/latest.json
+	$(BUILD)/attain report results/latest.json -o results/latest.html
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

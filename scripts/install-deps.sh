@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ make pkg-config
       libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libopenblas-dev libblis-dev libdnnl-dev libopenmpi-dev openmpi-bin)
+      libopenblas-dev libblis-dev libdnnl-dev libopenmpi-dev openmpi-bin chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

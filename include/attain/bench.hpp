@@ -37,3 +37,47 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
 int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg);
 
 }  // namespace attain
+
+#include <map>
+
+#include "attain/results.hpp"
+
+namespace attain {
+
+struct BenchConfig {
+  std::vector<std::string> backends;
+  RunOptions run;        // threads, stages, schedule
+  TimingConfig timing;
+  std::uint64_t seed = 42;
+  bool progress = false;            // progress bar with ETA on stderr
+  double memory_limit_bytes = 0;    // 0: 80% of the memory available now
+};
+
+// Available memory now (MemAvailable), in bytes.
+double available_memory_bytes();
+
+// Measures every op on every backend: verification before timing, unsupported pairs and
+// wrong answers recorded with their reason. `libraries` receives each backend's version().
+std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg, const Roofline& roof,
+                              std::map<std::string, std::string>* libraries);
+
+// Geometric-mean aggregates.
+struct Aggregate {
+  std::size_t count = 0;
+  double geomean = 0, median = 0, q1 = 0, q3 = 0;
+};
+Aggregate aggregate(std::vector<double> values);  // values must be positive
+
+struct Summary {
+  // backend -> group ("all", "phase=decode", "kind=gemm", ...) -> efficiency aggregate
+  std::map<std::string, std::map<std::string, Aggregate>> efficiency;
+  // "a/b" -> speed ratio (time_b / time_a: > 1 means a is faster), over ops both ran
+  std::map<std::string, Aggregate> speed_ratio;
+  std::map<std::string, std::map<std::string, std::size_t>> status_counts;  // backend -> status -> n
+};
+Summary summarize(const std::vector<Result>& results, const std::vector<std::string>& backend_order);
+nlohmann::json to_json(const Summary& s);
+std::string format_summary(const Summary& s, const std::vector<std::string>& backend_order);
+std::string format_table(const std::vector<Result>& results, const std::vector<std::string>& backend_order);
+
+}  // namespace attain

@@ -40,6 +40,8 @@ struct HostCeilings {
   double fma_gflops_1t = 0, fma_gflops_all = 0;  // fp32 FMA peak
   double read_gbps_1t = 0, read_gbps_all = 0;    // streaming read
   double copy_gbps_1t = 0, copy_gbps_all = 0;    // read + write counted
+  std::string fma_isa;                           // the FMA loop measured: avx512f, avx2, sse2
+  std::int64_t bw_array_bytes = 0;               // array size of the bandwidth runs
   std::string measured_at;                       // ISO date
 };
 

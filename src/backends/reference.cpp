@@ -40,7 +40,7 @@ class ReferenceBackend final : public Backend {
   std::string version() const override { return "attain reference (fp64 loops)"; }
   Support supports(const Op& op) const override {
     // fp64 loops run at well under 1 GFLOP/s: refuse what would take minutes.
-    if (op.flops() > 2e10) return Support::no("op too large for the fp64 reference loops (> 20 GFLOP)");
+    if (op.flops() > 2e9) return Support::no("op too large for the fp64 reference loops (> 2 GFLOP)");
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions&) override {

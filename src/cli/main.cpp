@@ -5,11 +5,13 @@
 
 #include "attain/op.hpp"
 #include "cli/commands.hpp"
+#include "cli/util.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"attain: how much of a chip's attainable performance its software reaches on LLM matrix ops"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("attain ") + ATTAIN_VERSION);
+  attain::cli::set_command_line(argc, argv);
   for (const auto& reg : attain::cli::commands()) reg(app);
   try {
     app.parse(argc, argv);

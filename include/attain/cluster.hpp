@@ -1,0 +1,284 @@
+// Training at the scale of thousands of chips: step time, failures, checkpoints, goodput.
+//
+// Three layers, each usable alone:
+//   1. step_time(): one training step on a healthy cluster, from the model's matrix ops on the
+//      chip's roofline (times a software efficiency) plus alpha-beta models of the collectives
+//      (TP all-gather/reduce-scatter, EP all-to-all, PP point-to-point, DP all-reduce) and the
+//      pipeline bubble, with a communication/compute overlap fraction.
+//   2. FailureTable: independent failure processes per component (chip, node or job), each with
+//      a rate, its detection time and whether a node must be swapped. The default table `llama3`
+//      reproduces the interruptions published for Llama 3 405B pre-training.
+//   3. simulate(): an event-driven run of one job (events are failures, planned stops and repair
+//      returns, never individual steps) with checkpoints (sync, async or in-memory), hot spares
+//      and stragglers; monte_carlo() repeats it on all cores and reports confidence intervals.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attain/dtype.hpp"
+
+namespace attain {
+struct ModelConfig;
+struct DeviceSpec;
+struct ResultsFile;
+}  // namespace attain
+
+namespace attain::cluster {
+
+// ---------------------------------------------------------------- hardware
+struct Chip {
+  std::string id;
+  double peak_tflops = 0;   // dense, at the training dtype
+  double mem_bw_gbps = 0;   // HBM / DRAM, GB/s
+  double mem_gb = 0;        // capacity (0 = unknown)
+  double scaleup_gbps = 0;  // per chip, one direction (NVLink, HCCS, Infinity Fabric), GB/s
+};
+// Seam to the device database (device.hpp): the numbers a simulation needs.
+Chip chip_from_device(const DeviceSpec& d, DType dt);
+Chip load_chip(std::string_view device_id, DType dt);  // throws InputError for unknown ids
+
+struct Topology {
+  int chips_per_node = 8;
+  double intra_gbps = 0;         // per chip, one direction, inside a node; 0 = chip.scaleup_gbps
+  double intra_latency_us = 3;   // alpha of one intra-node message
+  double inter_gbps = 50;        // per chip NIC, one direction (400 Gb/s = 50 GB/s)
+  double inter_latency_us = 10;  // alpha of one inter-node message
+};
+
+// ---------------------------------------------------------------- the model's work
+struct WorkItem {
+  double flops = 0, bytes = 0, count = 1;  // one matrix op, occurring `count` times
+  bool attention = false;  // QK^T or PV (a batched GEMM): fused kernels keep scores on chip
+};
+struct ModelWork {
+  std::string name;
+  double params = 0, active_params = 0;  // total; touched per token
+  double expert_params = 0;              // MoE: routed-expert weights (sharded by EP)
+  std::int64_t layers = 0, hidden = 0, seq = 0;
+  std::int64_t moe_layers = 0, experts = 0, experts_per_tok = 0;
+  std::vector<WorkItem> forward;  // forward pass of ONE sequence of `seq` tokens
+  double forward_flops() const;   // per sequence
+};
+// Seam to the catalog (catalog.hpp): model_ops(cfg, prefill of `seq` tokens) -> work items.
+ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt);
+// A GPT-style dense transformer described by its shape (used where the catalog has no config,
+// e.g. GPT-3 175B for MegaScale): per layer QKV, attention (QK^T, PV), output projection and a
+// two-matrix MLP (three with gated=true), plus the LM head.
+ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t hidden,
+                           std::int64_t ffn, std::int64_t heads, std::int64_t vocab,
+                           std::int64_t seq, DType dt, bool gated = false);
+
+// ---------------------------------------------------------------- collectives (alpha-beta)
+struct Link {
+  double gbps = 0;        // per rank, one direction, GB/s
+  double latency_us = 0;  // alpha per message
+};
+// `bytes` is the full buffer each rank holds (all-reduce), the gathered result (all-gather),
+// the input (reduce-scatter), everything one rank sends (all-to-all) or the message (p2p).
+double ring_allreduce_s(double bytes, int ranks, const Link& l);
+double tree_allreduce_s(double bytes, int ranks, const Link& l);  // double binary tree
+double allgather_s(double bytes, int ranks, const Link& l);       // ring
+double reduce_scatter_s(double bytes, int ranks, const Link& l);  // ring
+double alltoall_s(double bytes, int ranks, const Link& l);        // pairwise
+double p2p_s(double bytes, const Link& l);
+
+// ---------------------------------------------------------------- step time
+enum class AllReduce { ring, tree, best };
+
+struct Parallelism {
+  int tp = 0, pp = 0, ep = 0;  // 0 = choose (see choose_parallelism)
+  int micro_batch = 1;         // sequences per micro-batch
+  int virtual_stages = 0;      // interleaved 1F1B chunks per rank; 0 = choose
+};
+
+struct TrainingSetup {
+  Chip chip;
+  Topology topo;
+  ModelWork work;
+  Parallelism par;
+  std::int64_t chips = 0;
+  std::int64_t global_batch = 0;  // sequences per step
+  double efficiency = 0.7;        // fraction of the roofline the kernels reach
+  double overlap = 0.8;           // fraction of TP/EP/DP/PP traffic hidden under compute
+  AllReduce allreduce = AllReduce::best;
+  bool recompute = false;       // full activation recomputation (one more forward)
+  bool fused_attention = true;  // attention as one fused kernel (FlashAttention): compute-bound
+  double grad_bytes = 2;        // bytes per gradient element reduced across DP (bf16)
+  double act_bytes = 2;         // bytes per activation element sent (bf16)
+  double optimizer_bytes = 16;  // bytes touched per parameter in the optimizer update
+};
+
+struct StepBreakdown {
+  int tp = 1, pp = 1, dp = 1, ep = 1, virtual_stages = 1;
+  std::int64_t micro_batches = 1;  // per pipeline per step
+  std::int64_t global_batch = 0;   // sequences actually run (raised to dp * micro_batch if smaller)
+  double fwd_s = 0, bwd_s = 0;     // one micro-batch on one stage
+  double compute_s = 0;            // all micro-batches on one stage
+  double bubble_s = 0;
+  double tp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0, dp_comm_s = 0;  // totals per step
+  double exposed_comm_s = 0;  // the part of the above not hidden under compute
+  double optimizer_s = 0;
+  double step_s = 0;
+  double tokens = 0;       // per step
+  double model_flops = 0;  // per step: 3 x forward (6ND-style, attention included)
+  double mfu = 0;          // model_flops / (chips * peak * step_s)
+};
+
+// Fills tp/pp/ep/virtual_stages left at 0: TP = chips per node for dense models (1 for MoE),
+// EP = chips per node for MoE, PP = the smallest power of two that keeps bf16 weights and
+// gradients under a quarter of the chip's memory; virtual stages = min(4, layers / pp).
+// The software efficiency measured by `attain bench`: the geometric mean of `efficiency` over
+// the verified, measured (not projected) results with status ok, optionally only one backend's.
+// Throws InputError when none qualifies.
+struct MeasuredEfficiency {
+  double efficiency = 0;
+  std::int64_t ops = 0;
+};
+MeasuredEfficiency efficiency_from_results(const ResultsFile& f, std::string_view backend = {});
+
+Parallelism choose_parallelism(const TrainingSetup& s);
+StepBreakdown step_time(const TrainingSetup& s);  // throws InputError on impossible layouts
+
+// ---------------------------------------------------------------- failures
+enum class Scope { chip, node, job };
+
+struct FailureCause {
+  std::string name, category;
+  Scope scope = Scope::chip;
+  double rate_per_hour = 0;  // per unit of scope (per chip, per node, per job)
+  double detect_min = -1;    // < 0: the table's default
+  bool replace = false;      // the node must be swapped before the job restarts
+  double published = -1;     // the count the source reports (where it does)
+  std::string source;
+};
+
+struct FailureTable {
+  std::string name, title, source;
+  std::vector<FailureCause> causes;
+  double planned_per_day = 0;  // planned (maintenance) stops of the job
+  std::string planned_source;
+  // Recovery defaults (minutes) and their sources (assumptions are labelled as such).
+  double detect_min = 2, restart_min = 5, rewarm_min = 1;
+  std::map<std::string, std::string> sources;
+  // What the table was derived from, if it is a published record.
+  std::int64_t observed_chips = 0;
+  double observed_days = 0;
+  double observed_unexpected = -1, observed_planned = -1;
+
+  // Unexpected failures per hour for a job of `chips` chips (`chips_per_node` per node).
+  double rate_per_hour(std::int64_t chips, int chips_per_node) const;
+  double mttf_hours(std::int64_t chips, int chips_per_node) const;
+};
+
+FailureTable parse_failure_table(std::string_view json_text, std::string_view origin);
+// A bundled name (data/failures/NAME.json), a path to a JSON file, or "none".
+FailureTable load_failure_table(std::string_view name_or_path);
+std::vector<std::string> bundled_failure_tables();
+
+// Optimal checkpoint interval (minutes of compute between checkpoints) for checkpoint cost
+// `delta` and mean time between failures `mtbf` (same unit). Young: sqrt(2 delta M).
+// Daly's higher-order estimate: sqrt(2 delta M) [1 + sqrt(delta/(2M))/3 + delta/(18M)] - delta
+// for delta < 2M, else M.
+double young_interval(double delta, double mtbf);
+double daly_interval(double delta, double mtbf);
+
+// ---------------------------------------------------------------- the simulation
+enum class Checkpoint { sync, async, memory };
+
+struct SimConfig {
+  std::int64_t chips = 0;
+  int chips_per_node = 8;
+  double step_s = 0;  // healthy step time
+  double tokens_per_step = 0;
+  double model_flops_per_step = 0;
+  double peak_flops_per_chip = 0;  // FLOP/s at the training dtype
+
+  double days = 0;          // horizon; 0 = until the token budget
+  double token_budget = 0;  // 0 = none
+
+  FailureTable failures;
+  double detect_min = -1, restart_min = -1, rewarm_min = -1;  // < 0: the table's values
+
+  Checkpoint checkpoint = Checkpoint::async;
+  double checkpoint_interval_min = 0;  // 0 = Daly's optimum
+  double state_bytes = 0;              // the whole checkpoint
+  double storage_gbps = 2000;          // aggregate write/read bandwidth of the storage, GB/s
+  double host_copy_gbps = 25;          // device -> host memory per chip (async / memory snapshot)
+  double peer_gbps = 50;               // per chip, to a peer's memory (in-memory replicas)
+  double checkpoint_overhead_s = 2;    // fixed pause per checkpoint (barrier, coordination)
+
+  int spare_nodes = 0;       // hot spares
+  double repair_hours = 48;  // a swapped node returns to the spare pool after this
+  double replace_min = 60;   // time to get a node when no hot spare is free
+
+  double straggler_fraction = 0;  // probability that a node is slow (re-drawn at each restart)
+  double straggler_slowdown = 1;  // the whole job runs this much slower while one is present
+
+  bool timeline = false;  // record every interruption (for a report)
+};
+
+// Derived checkpoint costs (seconds) and the interval used.
+struct CheckpointPlan {
+  double pause_s = 0;       // compute stops for this long per checkpoint
+  double persist_s = 0;     // after the pause, until the checkpoint survives a failure
+  double write_sync_s = 0;  // a synchronous write (used before planned stops)
+  double load_s = 0;        // reading it back at restart
+  double mtbf_h = 0;        // unexpected failures of the job
+  double young_min = 0, daly_min = 0;
+  double interval_min = 0;  // used
+};
+CheckpointPlan plan_checkpoints(const SimConfig& c);
+
+struct Interruption {
+  double t_h = 0;  // wall clock since start
+  bool planned = false;
+  std::string cause;
+  double lost_work_min = 0;  // computed work thrown away
+  double down_min = 0;       // detection + waiting for a node + restart + load + re-warm
+  bool spare_used = false;
+};
+
+struct RunResult {
+  double wall_h = 0;
+  double useful_h = 0;      // wall time of kept training compute
+  double lost_work_h = 0;   // compute redone after failures
+  double down_h = 0;        // not running (detect, wait, restart, load, re-warm)
+  double checkpoint_h = 0;  // paused for checkpoints
+  double work_s = 0;        // kept work in healthy-step seconds
+  double unexpected = 0, planned = 0;
+  std::map<std::string, double> by_cause;
+  double spares_used = 0, replace_waits = 0;
+  double ettr = 0;     // useful_h / wall_h
+  double goodput = 0;  // kept model FLOPs / (chips * peak * wall)
+  double tokens = 0;   // kept tokens
+  bool budget_reached = false;
+  std::vector<Interruption> timeline;
+};
+
+RunResult simulate(const SimConfig& c, std::uint64_t seed);
+
+struct Stat {
+  double mean = 0, sd = 0, lo = 0, hi = 0;  // lo/hi: 95% confidence interval of the mean
+  double p5 = 0, p95 = 0;                   // spread of single runs
+  std::int64_t n = 0;
+};
+Stat summarize(const std::vector<double>& xs);
+
+struct MonteCarlo {
+  CheckpointPlan plan;
+  std::vector<RunResult> runs;  // runs[0] keeps its timeline when asked
+  Stat ettr, goodput, unexpected, planned, wall_h, tokens, lost_work_h, down_h, checkpoint_h;
+  std::map<std::string, Stat> by_cause;
+};
+// Run i uses seed derived from (seed, i): results do not depend on the thread count.
+// threads <= 0: all cores.
+MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads = 0);
+
+// Expected ETTR in closed form (first order, ignoring failures during recovery), for checks.
+double expected_ettr(const SimConfig& c);
+
+}  // namespace attain::cluster

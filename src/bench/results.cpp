@@ -1,0 +1,218 @@
+#include "attain/results.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace attain {
+
+using nlohmann::json;
+
+namespace {
+
+// JSON has no NaN/Inf: non-finite figures are written as null and read back as 0.
+json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+template <class T>
+T get(const json& j, const char* key, std::string_view origin, T fallback, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw InputError(fmt::format("{}: missing field '{}'", origin, key));
+    return fallback;
+  }
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw InputError(fmt::format("{}: field '{}' has the wrong type ({})", origin, key, it->dump()));
+  }
+}
+
+}  // namespace
+
+json to_json(const HostCeilings& c) {
+  return {{"cpu_model", c.cpu_model},       {"cores", c.cores},
+          {"l1d_bytes", c.l1d_bytes},       {"l2_bytes", c.l2_bytes},
+          {"l3_bytes", c.l3_bytes},         {"fma_gflops_1t", num(c.fma_gflops_1t)},
+          {"fma_gflops_all", num(c.fma_gflops_all)}, {"read_gbps_1t", num(c.read_gbps_1t)},
+          {"read_gbps_all", num(c.read_gbps_all)},   {"copy_gbps_1t", num(c.copy_gbps_1t)},
+          {"copy_gbps_all", num(c.copy_gbps_all)},   {"measured_at", c.measured_at},
+          {"isa", {{"avx2", c.isa.avx2}, {"fma", c.isa.fma}, {"f16c", c.isa.f16c}, {"avx512f", c.isa.avx512f},
+                   {"avx512bw", c.isa.avx512bw}, {"avx512_bf16", c.isa.avx512_bf16}, {"amx", c.isa.amx}}}};
+}
+
+HostCeilings ceilings_from_json(const json& j, std::string_view o) {
+  HostCeilings c;
+  if (!j.is_object()) return c;
+  c.cpu_model = get<std::string>(j, "cpu_model", o, "", false);
+  c.cores = get<int>(j, "cores", o, 0, false);
+  c.l1d_bytes = get<std::int64_t>(j, "l1d_bytes", o, 0, false);
+  c.l2_bytes = get<std::int64_t>(j, "l2_bytes", o, 0, false);
+  c.l3_bytes = get<std::int64_t>(j, "l3_bytes", o, 0, false);
+  c.fma_gflops_1t = get<double>(j, "fma_gflops_1t", o, 0, false);
+  c.fma_gflops_all = get<double>(j, "fma_gflops_all", o, 0, false);
+  c.read_gbps_1t = get<double>(j, "read_gbps_1t", o, 0, false);
+  c.read_gbps_all = get<double>(j, "read_gbps_all", o, 0, false);
+  c.copy_gbps_1t = get<double>(j, "copy_gbps_1t", o, 0, false);
+  c.copy_gbps_all = get<double>(j, "copy_gbps_all", o, 0, false);
+  c.measured_at = get<std::string>(j, "measured_at", o, "", false);
+  if (auto it = j.find("isa"); it != j.end() && it->is_object()) {
+    c.isa.avx2 = it->value("avx2", false), c.isa.fma = it->value("fma", false), c.isa.f16c = it->value("f16c", false);
+    c.isa.avx512f = it->value("avx512f", false), c.isa.avx512bw = it->value("avx512bw", false);
+    c.isa.avx512_bf16 = it->value("avx512_bf16", false), c.isa.amx = it->value("amx", false);
+  }
+  return c;
+}
+
+json to_json(const Result& r) {
+  const auto& p = r.op.prov;
+  json j = {{"op",
+             {{"spec", r.op.op.spec()},
+              {"kind", kind_name(r.op.op.kind)},
+              {"dtype", dtype_name(r.op.op.dtype)},
+              {"model", p.model},
+              {"layer", p.layer},
+              {"phase", p.phase},
+              {"tokens", p.tokens},
+              {"context", p.context},
+              {"count", p.count}}},
+            {"backend", r.backend},
+            {"status", r.status},
+            {"flops", num(r.flops)},
+            {"bytes", num(r.bytes)},
+            {"attainable_tflops", num(r.attainable_tflops)},
+            {"verified", r.verified},
+            {"error", num(r.error)}};
+  if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.status == "ok") {
+    j["median_s"] = num(r.median_s), j["min_s"] = num(r.min_s), j["iqr_s"] = num(r.iqr_s), j["reps"] = r.reps;
+    j["tflops"] = num(r.tflops), j["gbps"] = num(r.gbps), j["efficiency"] = num(r.efficiency);
+  }
+  if (r.projected) j["projected"] = true;
+  return j;
+}
+
+json to_json(const ResultsFile& f) {
+  const auto& m = f.machine;
+  json results = json::array();
+  for (const auto& r : f.results) results.push_back(to_json(r));
+  return {{"schema", kResultsSchema},
+          {"attain_version", ATTAIN_VERSION},
+          {"created", f.created},
+          {"command", f.command},
+          {"machine",
+           {{"cpu_model", m.cpu_model},
+            {"cores", m.cores},
+            {"threads", m.threads},
+            {"device", m.device},
+            {"ceilings_used",
+             {{"peak_tflops", num(m.roofline.peak_tflops)},
+              {"bandwidth_gbps", num(m.roofline.bw_gbps)},
+              {"source", m.roofline.source}}},
+            {"probe", to_json(m.ceilings)},
+            {"libraries", m.libraries}}},
+          {"config", f.config.is_null() ? json::object() : f.config},
+          {"results", results}};
+}
+
+ResultsFile results_from_json(const json& j, std::string_view origin) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: a results file must be a JSON object", origin));
+  const auto schema = get<std::string>(j, "schema", origin, "", true);
+  if (schema != kResultsSchema)
+    throw InputError(fmt::format("{}: schema '{}' is not supported (this attain reads '{}')", origin, schema,
+                                 kResultsSchema));
+  ResultsFile f;
+  f.created = get<std::string>(j, "created", origin, "", false);
+  f.command = get<std::string>(j, "command", origin, "", false);
+  f.config = j.value("config", json::object());
+  const json& m = j.at("machine");
+  f.machine.cpu_model = get<std::string>(m, "cpu_model", origin, "", false);
+  f.machine.cores = get<int>(m, "cores", origin, 0, false);
+  f.machine.threads = get<int>(m, "threads", origin, 0, false);
+  f.machine.device = get<std::string>(m, "device", origin, "host", false);
+  if (auto c = m.find("ceilings_used"); c != m.end() && c->is_object()) {
+    f.machine.roofline.peak_tflops = get<double>(*c, "peak_tflops", origin, 0, false);
+    f.machine.roofline.bw_gbps = get<double>(*c, "bandwidth_gbps", origin, 0, false);
+    f.machine.roofline.source = get<std::string>(*c, "source", origin, "", false);
+  }
+  if (auto p = m.find("probe"); p != m.end()) f.machine.ceilings = ceilings_from_json(*p, origin);
+  if (auto l = m.find("libraries"); l != m.end() && l->is_object())
+    for (auto it = l->begin(); it != l->end(); ++it)
+      if (it->is_string()) f.machine.libraries[it.key()] = it->get<std::string>();
+  auto rs = j.find("results");
+  if (rs == j.end() || !rs->is_array()) throw InputError(fmt::format("{}: missing array 'results'", origin));
+  std::size_t i = 0;
+  for (const auto& rj : *rs) {
+    const std::string where = fmt::format("{} results[{}]", origin, i++);
+    if (!rj.is_object()) throw InputError(where + ": not an object");
+    Result r;
+    auto opj = rj.find("op");
+    if (opj == rj.end() || !opj->is_object()) throw InputError(where + ": missing object 'op'");
+    try {
+      r.op.op = Op::parse(get<std::string>(*opj, "spec", where, "", true));
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+    r.op.prov.model = get<std::string>(*opj, "model", where, "", false);
+    r.op.prov.layer = get<std::string>(*opj, "layer", where, "", false);
+    r.op.prov.phase = get<std::string>(*opj, "phase", where, "", false);
+    r.op.prov.tokens = get<std::int64_t>(*opj, "tokens", where, 0, false);
+    r.op.prov.context = get<std::int64_t>(*opj, "context", where, 0, false);
+    r.op.prov.count = get<std::int64_t>(*opj, "count", where, 1, false);
+    r.backend = get<std::string>(rj, "backend", where, "", true);
+    r.status = get<std::string>(rj, "status", where, "", true);
+    r.reason = get<std::string>(rj, "reason", where, "", false);
+    r.flops = get<double>(rj, "flops", where, r.op.op.flops(), false);
+    r.bytes = get<double>(rj, "bytes", where, r.op.op.bytes(), false);
+    r.attainable_tflops = get<double>(rj, "attainable_tflops", where, 0, false);
+    r.verified = get<bool>(rj, "verified", where, false, false);
+    r.error = get<double>(rj, "error", where, 0, false);
+    r.projected = get<bool>(rj, "projected", where, false, false);
+    if (r.status == "ok") {
+      r.median_s = get<double>(rj, "median_s", where, 0, true);
+      if (!(r.median_s > 0)) throw InputError(where + ": median_s must be positive");
+      r.min_s = get<double>(rj, "min_s", where, r.median_s, false);
+      r.iqr_s = get<double>(rj, "iqr_s", where, 0, false);
+      r.reps = get<int>(rj, "reps", where, 0, false);
+      r.tflops = get<double>(rj, "tflops", where, r.flops / r.median_s / 1e12, false);
+      r.gbps = get<double>(rj, "gbps", where, r.bytes / r.median_s / 1e9, false);
+      r.efficiency = get<double>(rj, "efficiency", where, 0, false);
+    }
+    f.results.push_back(std::move(r));
+  }
+  return f;
+}
+
+void write_results(const std::filesystem::path& file, const ResultsFile& f) {
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  const auto tmp = file.string() + fmt::format(".tmp{}", ::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(fmt::format("cannot write '{}'", file.string()));
+    out << to_json(f).dump(1) << "\n";
+    if (!out) throw InputError(fmt::format("error writing '{}'", file.string()));
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+ResultsFile read_results(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(fmt::format("cannot read results file '{}'", file.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
+  }
+  try {
+    return results_from_json(j, file.string());
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: malformed results ({})", file.string(), e.what()));
+  }
+}
+
+}  // namespace attain

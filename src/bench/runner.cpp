@@ -1,0 +1,143 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "attain/bench.hpp"
+#include "attain/verify.hpp"
+
+namespace attain {
+
+double available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024.0;
+  return 4.0 * (1ull << 30);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string human_bytes(double b) {
+  if (b >= 1ull << 30) return fmt::format("{:.1f} GiB", b / (1ull << 30));
+  return fmt::format("{:.0f} MiB", b / (1ull << 20));
+}
+
+std::string human_secs(double s) {
+  if (s >= 60) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{:.0f}s", s);
+}
+
+class Progress {
+ public:
+  Progress(bool on, std::size_t total) : on_(on && ::isatty(2)), total_(total), t0_(Clock::now()) {}
+  void update(std::size_t done, const std::string& what) {
+    if (!on_) return;
+    const double el = std::chrono::duration<double>(Clock::now() - t0_).count();
+    const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+    const int width = 24;
+    const int fill = total_ ? static_cast<int>(width * done / total_) : width;
+    std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
+    fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K", std::string(static_cast<std::size_t>(fill), '#'),
+               std::string(static_cast<std::size_t>(width - fill), '.'), done, total_, label,
+               done ? human_secs(eta) : "?");
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (on_) fmt::print(stderr, "\r\x1b[K");
+  }
+
+ private:
+  bool on_;
+  std::size_t total_;
+  Clock::time_point t0_;
+};
+
+Result base_result(const CatalogOp& op, const std::string& backend, const Roofline& roof) {
+  Result r;
+  r.op = op, r.backend = backend;
+  r.flops = op.op.flops(), r.bytes = op.op.bytes();
+  r.attainable_tflops = roof.attainable_tflops(op.op);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg, const Roofline& roof,
+                              std::map<std::string, std::string>* libraries) {
+  std::vector<std::pair<std::string, std::unique_ptr<Backend>>> backends;
+  for (const auto& name : cfg.backends) {
+    auto be = make_backend(name);
+    if (libraries) (*libraries)[name] = be->version();
+    backends.emplace_back(name, std::move(be));
+  }
+  const double limit = cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
+  std::vector<Result> out;
+  Progress progress(cfg.progress, ops.size());
+  for (std::size_t oi = 0; oi < ops.size(); ++oi) {
+    const CatalogOp& cop = ops[oi];
+    progress.update(oi, cop.op.spec());
+    const std::size_t set_bytes = tensor_set_bytes(cop.op);
+    std::vector<std::size_t> runnable;
+    for (std::size_t bi = 0; bi < backends.size(); ++bi) {
+      Result r = base_result(cop, backends[bi].first, roof);
+      const Support s = backends[bi].second->supports(cop.op);
+      if (!s.ok) {
+        r.status = "unsupported", r.reason = s.reason;
+      } else if (static_cast<double>(set_bytes) > limit) {
+        r.status = "unsupported";
+        r.reason = fmt::format("needs {} of memory; {} available", human_bytes(static_cast<double>(set_bytes)),
+                               human_bytes(limit));
+      } else {
+        runnable.push_back(out.size());
+      }
+      out.push_back(std::move(r));
+    }
+    if (runnable.empty()) continue;
+
+    int nsets = rotation_sets(set_bytes, cfg.timing);
+    nsets = std::max(1, std::min(nsets, static_cast<int>(limit / static_cast<double>(set_bytes))));
+    std::vector<std::unique_ptr<TensorSet>> sets;
+    for (int i = 0; i < nsets; ++i) {
+      sets.push_back(std::make_unique<TensorSet>(cop.op));
+      fill_inputs(*sets.back(), cfg.seed + static_cast<std::uint64_t>(i));
+    }
+    for (std::size_t ri : runnable) {
+      Result& r = out[ri];
+      Backend& be = *std::find_if(backends.begin(), backends.end(), [&](auto& p) { return p.first == r.backend; })->second;
+      try {
+        std::vector<std::unique_ptr<Kernel>> kernels;
+        poison_outputs(*sets[0]);
+        kernels.push_back(be.prepare(*sets[0], cfg.run));
+        kernels[0]->run();
+        const Verification v = verify(*sets[0]);
+        r.verified = v.ok, r.error = v.error;
+        if (!v.ok) {
+          r.status = "wrong", r.reason = v.detail;
+          continue;
+        }
+        for (int i = 1; i < nsets; ++i) kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], cfg.run));
+        std::vector<Kernel*> raw;
+        for (auto& k : kernels) raw.push_back(k.get());
+        const Timing t = time_kernels(raw, set_bytes, cfg.timing);
+        r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
+        r.tflops = r.flops / t.median_s / 1e12;
+        r.gbps = r.bytes / t.median_s / 1e9;
+        r.efficiency = r.attainable_tflops > 0 ? r.tflops / r.attainable_tflops : 0;
+      } catch (const std::exception& e) {
+        r.status = "error", r.reason = e.what();
+      }
+    }
+  }
+  progress.update(ops.size(), "done");
+  return out;
+}
+
+}  // namespace attain

@@ -1,0 +1,241 @@
+// attain moe: MoE expert-parallel dispatch/combine over MPI (run under mpirun, or alone as 1 rank).
+#include "attain/moe.hpp"
+
+#include <fmt/format.h>
+
+#include "attain/catalog.hpp"
+#include "cli/commands.hpp"
+#include "cli/util.hpp"
+
+namespace attain::cli {
+namespace {
+
+nlohmann::json to_json(const moe::TransferStats& s) {
+  return {{"gbps", s.gbps},
+          {"latency_us", s.latency_us},
+          {"bandwidth_fraction", s.bandwidth_fraction},
+          {"transfer_us", s.transfer_us},
+          {"layout_us", s.layout_us},
+          {"bytes", s.bytes},
+          {"end_to_end_fraction", s.end_to_end_fraction}};
+}
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+const bool registered = add_command([](CLI::App& app) {
+  struct Opts {
+    std::int64_t tokens = 128, hidden = 7168, inter = 256, align = 128;
+    int experts = 16, topk = 8, n_group = 1, topk_group = 1, threads = 1, reps = 10;
+    std::string mode = "normal", dtype = "bf16", model, out, transport = "auto", backend,
+                scoring = "softmax", fault;
+    double timeout = 30, skew = 0, scaling = 1.0;
+    bool json = false, no_overlap = false, no_contention = false;
+    std::uint64_t seed = 42;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("moe",
+                                 "MoE expert parallelism over MPI: dispatch/combine bandwidth and "
+                                 "latency, overlap, contention "
+                                 "(run under mpirun -n R; alone it is 1 rank)");
+  sub->add_option("--tokens", o->tokens, "tokens per rank (and per micro-batch)")
+      ->capture_default_str();
+  auto* o_hidden = sub->add_option("--hidden", o->hidden, "hidden size")->capture_default_str();
+  auto* o_experts =
+      sub->add_option("--experts", o->experts, "routed experts (split evenly over the ranks)")
+          ->capture_default_str();
+  auto* o_topk = sub->add_option("--topk", o->topk, "experts per token")->capture_default_str();
+  auto* o_inter =
+      sub->add_option("--inter", o->inter, "expert intermediate size (the expert MLP's GEMMs)")
+          ->capture_default_str();
+  auto* o_ngroup = sub->add_option("--n-group", o->n_group, "expert groups (group-limited routing)")
+                       ->capture_default_str();
+  auto* o_tgroup = sub->add_option("--topk-group", o->topk_group, "groups kept per token")
+                       ->capture_default_str();
+  auto* o_scoring =
+      sub->add_option("--scoring", o->scoring, "softmax or sigmoid (DeepSeek-V3, with bias)")
+          ->capture_default_str();
+  auto* o_scaling = sub->add_option("--routed-scaling", o->scaling, "routed_scaling_factor")
+                        ->capture_default_str();
+  sub->add_option("--model", o->model,
+                  "model config (bundled name or file): routing, hidden and expert sizes");
+  sub->add_option("--mode", o->mode, "normal (throughput) or low-latency")->capture_default_str();
+  sub->add_option("--dtype", o->dtype, "payload: bf16, or fp8 (e4m3 with 1x128 scales)")
+      ->capture_default_str();
+  sub->add_option("--transport", o->transport,
+                  "auto, shm (one node, direct writes) or rma (MPI one-sided puts)")
+      ->capture_default_str();
+  sub->add_option("--timeout", o->timeout, "seconds before a silent rank is declared dead")
+      ->capture_default_str();
+  sub->add_option("--align", o->align,
+                  "normal mode: rows of each expert padded to a multiple of this")
+      ->capture_default_str();
+  sub->add_option("--backend", o->backend,
+                  "backend of the expert grouped GEMM (default attain, else reference)");
+  sub->add_option("--threads", o->threads, "expert GEMM threads per rank")->capture_default_str();
+  sub->add_option("--reps", o->reps, "timed repetitions (median reported)")->capture_default_str();
+  sub->add_option("--skew", o->skew, "routing skew toward low expert ids (0 = balanced)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "seed of the routing and payloads")->capture_default_str();
+  sub->add_flag("--no-overlap", o->no_overlap, "skip the two-micro-batch overlap measurement");
+  sub->add_flag("--no-contention", o->no_contention, "skip the GEMM-under-traffic measurement");
+  sub->add_option("--inject-fault", o->fault,
+                  "testing aid: kill:R or stop:R makes rank R die or hang")
+      ->group("");
+  sub->add_flag("--json", o->json, "print JSON");
+  sub->add_option("--out", o->out, "also write the JSON to this file");
+  set_action(sub, [=] {
+    moe::MoeBenchConfig c;
+    if (!o->model.empty()) {
+      const ModelConfig m = load_bundled_model(o->model);
+      c.gate = moe::gate_from_model(m);
+      c.hidden = m.hidden;
+      c.inter = m.expert_intermediate;
+    } else {
+      c.gate.experts = o->experts;
+      c.gate.topk = o->topk;
+      c.hidden = o->hidden;
+      c.inter = o->inter;
+    }
+    // Explicit options win over the model's values.
+    if (o_experts->count()) c.gate.experts = o->experts;
+    if (o_topk->count()) c.gate.topk = o->topk;
+    if (o_hidden->count()) c.hidden = o->hidden;
+    if (o_inter->count()) c.inter = o->inter;
+    if (o_ngroup->count() || o->model.empty()) c.gate.n_group = o->n_group;
+    if (o_tgroup->count() || o->model.empty()) c.gate.topk_group = o->topk_group;
+    if (o_scaling->count() || o->model.empty()) c.gate.routed_scaling_factor = o->scaling;
+    if (o_scoring->count() || o->model.empty()) {
+      if (o->scoring != "softmax" && o->scoring != "sigmoid")
+        throw InputError(fmt::format("--scoring {} (known: softmax, sigmoid)", o->scoring));
+      c.gate.sigmoid = o->scoring == "sigmoid";
+    }
+    c.tokens = o->tokens;
+    if (o->mode == "normal")
+      c.mode = moe::Mode::normal;
+    else if (o->mode == "low-latency" || o->mode == "ll")
+      c.mode = moe::Mode::low_latency;
+    else
+      throw InputError(fmt::format("--mode {} (known: normal, low-latency)", o->mode));
+    const auto dt = moe::parse_payload(o->dtype);
+    if (!dt) throw InputError(fmt::format("--dtype {} (known: bf16, fp8)", o->dtype));
+    c.dtype = *dt;
+    if (o->transport == "auto")
+      c.transport = moe::Transport::automatic;
+    else if (o->transport == "shm")
+      c.transport = moe::Transport::shm;
+    else if (o->transport == "rma")
+      c.transport = moe::Transport::rma;
+    else
+      throw InputError(fmt::format("--transport {} (known: auto, shm, rma)", o->transport));
+    if (!(o->timeout > 0)) throw InputError("--timeout must be positive");
+    if (o->tokens <= 0 || o->hidden <= 0 || o->inter <= 0 || o->reps <= 0 || o->threads <= 0 ||
+        o->align <= 0)
+      throw InputError(
+          "--tokens, --hidden, --inter, --reps, --threads and --align must be positive");
+    c.timeout_s = o->timeout;
+    c.align = o->align;
+    c.expert_backend = o->backend;
+    c.threads = o->threads;
+    c.reps = o->reps;
+    c.skew = o->skew;
+    c.seed = o->seed;
+    c.overlap = !o->no_overlap;
+    c.contention = !o->no_contention;
+    c.fault = o->fault;
+    c.gate.validate();
+
+    moe::MpiSession mpi;  // the only subcommand that starts MPI
+    moe::MoeBenchResult r;
+    try {
+      r = moe::run_moe_bench(c);
+    } catch (const moe::TimeoutError& e) {
+      fmt::print(stderr, "attain: error: rank {}: {}\n", mpi.rank(), e.what());
+      moe::abort_job(3);  // the peer is gone: no collective MPI_Finalize
+    } catch (const std::exception& e) {
+      if (mpi.size() == 1) throw;
+      fmt::print(stderr, "attain: error: rank {}: {}\n", mpi.rank(), e.what());
+      moe::abort_job(dynamic_cast<const InputError*>(&e) ? 2 : 1);
+    }
+    if (mpi.rank() != 0) return r.verified ? 0 : 1;
+
+    nlohmann::json j = {
+        {"ranks", r.ranks},
+        {"transport", r.transport},
+        {"mode", moe::mode_name(c.mode)},
+        {"dtype", moe::payload_name(c.dtype)},
+        {"tokens", c.tokens},
+        {"hidden", c.hidden},
+        {"experts", c.gate.experts},
+        {"topk", c.gate.topk},
+        {"inter", c.inter},
+        {"expert_backend", r.expert_backend},
+        {"dispatch", to_json(r.dispatch)},
+        {"combine", to_json(r.combine)},
+        {"notify_us", r.notify_us},
+        {"copy_gbps", r.copy_gbps},
+        {"copy_gbps_probe", r.copy_gbps_probe},
+        {"copy_gbps_memcpy", r.copy_gbps_memcpy},
+        {"overlap",
+         {{"serial_ms", opt(r.serial_ms)},
+          {"overlapped_ms", opt(r.overlapped_ms)},
+          {"comm_ms", opt(r.comm_ms)},
+          {"hidden_fraction", opt(r.hidden_fraction)}}},
+        {"contention",
+         {{"gemm_alone_ms", opt(r.gemm_alone_ms)},
+          {"gemm_contended_ms", opt(r.gemm_contended_ms)},
+          {"gemm_slowdown", opt(r.gemm_slowdown)},
+          {"comm_slowdown", opt(r.comm_slowdown)}}},
+        {"gemm_gflops", r.gemm_gflops},
+        {"skipped", r.skipped},
+        {"verified", r.verified},
+        {"verification", r.verification},
+        {"created", now_iso()},
+        {"command", command_line()},
+    };
+    if (o->json) {
+      emit_json(j, o->out, true);
+      return r.verified ? 0 : 1;
+    }
+    fmt::print(
+        "moe        {} {}, {} rank(s) over {}, {} tokens/rank, hidden {}, {} experts top-{}, "
+        "expert GEMM {}\n",
+        moe::mode_name(c.mode), moe::payload_name(c.dtype), r.ranks, r.transport, c.tokens,
+        c.hidden, c.gate.experts, c.gate.topk, r.expert_backend);
+    for (const auto& [name, s] :
+         {std::pair{"dispatch", r.dispatch}, std::pair{"combine", r.combine}})
+      fmt::print(
+          "{:<10} {:9.1f} us  transfer {:9.1f} us  layout {:8.1f} us  {:7.2f} GB/s crossed  "
+          "bandwidth_fraction {:.2f} (end to end {:.2f})\n",
+          name, s.latency_us, s.transfer_us, s.layout_us, s.gbps, s.bandwidth_fraction,
+          s.end_to_end_fraction);
+    fmt::print(
+        "           (median of {} reps, slowest rank; bandwidth_fraction = 2 x bytes crossed / "
+        "transfer time "
+        "/ copy bandwidth {:.1f} GB/s)\n",
+        c.reps, r.copy_gbps);
+    if (c.mode == moe::Mode::normal)
+      fmt::print("notify     {:9.1f} us  (layout exchange, once per routing)\n", r.notify_us);
+    if (r.hidden_fraction)
+      fmt::print(
+          "overlap    serial {:.2f} ms, overlapped {:.2f} ms; one micro-batch's communication "
+          "{:.2f} ms; "
+          "hidden_fraction {:.2f}\n",
+          *r.serial_ms, *r.overlapped_ms, *r.comm_ms, *r.hidden_fraction);
+    if (r.gemm_slowdown)
+      fmt::print(
+          "contention expert MLP {:.2f} ms alone ({:.1f} GFLOP/s), {:.2f} ms under "
+          "dispatch/combine traffic: "
+          "gemm_slowdown {:.2f}, traffic slowdown {:.2f}\n",
+          *r.gemm_alone_ms, r.gemm_gflops, *r.gemm_contended_ms, *r.gemm_slowdown,
+          *r.comm_slowdown);
+    if (!r.skipped.empty()) fmt::print("skipped    overlap/contention: {}\n", r.skipped);
+    fmt::print("verified   {}: {}\n", r.verified ? "yes" : "NO", r.verification);
+    if (!o->out.empty()) emit_json(j, o->out, false);
+    return r.verified ? 0 : 1;
+  });
+});
+
+}  // namespace
+}  // namespace attain::cli

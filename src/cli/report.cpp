@@ -1,0 +1,86 @@
+// attain report: results files -> one self-contained HTML page (roofline, efficiency, speed).
+#include "attain/report.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/util.hpp"
+
+namespace attain::cli {
+namespace {
+
+std::string percent(double f) {
+  return 100 * f < 0.1 ? fmt::format("{:.2g}%", 100 * f) : fmt::format("{:.1f}%", 100 * f);
+}
+
+// Each file is labelled by its stem; when stems repeat, by the path as given.
+std::vector<std::string> labels_for(const std::vector<std::string>& files) {
+  std::vector<std::string> stems;
+  std::set<std::string> seen, dup;
+  for (const auto& f : files) {
+    stems.push_back(std::filesystem::path(f).stem().string());
+    if (!seen.insert(stems.back()).second) dup.insert(stems.back());
+  }
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (dup.count(stems[i])) stems[i] = files[i];
+  return stems;
+}
+
+const bool registered = add_command([](CLI::App& app) {
+  struct Opts {
+    std::vector<std::string> files;
+    std::string out, title = "attain report";
+    std::size_t furthest = 10;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("report",
+                                 "One self-contained HTML page from results files: rooflines, "
+                                 "efficiency, relative speed, tables");
+  sub->add_option("files", o->files, "RESULTS.json [MORE.json ...]")->required()->expected(1, -1);
+  sub->add_option("-o,--out", o->out, "the HTML file to write");
+  sub->add_option("--title", o->title, "the page title")->capture_default_str();
+  sub->add_option("--furthest", o->furthest, "ops listed as furthest from attainable, per series")
+      ->capture_default_str();
+  sub->add_flag("--json", o->json, "print what the page shows (series and pairs) as JSON");
+  set_action(sub, [o] {
+    if (o->out.empty() && !o->json)
+      throw InputError("attain report needs -o/--out FILE.html (or --json)");
+    if (o->furthest == 0) throw InputError("--furthest must be at least 1");
+    const auto labels = labels_for(o->files);
+    std::vector<ReportInput> inputs;
+    for (std::size_t i = 0; i < o->files.size(); ++i)
+      inputs.push_back({labels[i], read_results(o->files[i])});
+    const ReportModel m = build_report_model(std::move(inputs));
+    ReportOptions opt;
+    opt.title = o->title;
+    opt.generated = now_iso();
+    opt.furthest = o->furthest;
+    if (!o->out.empty()) write_text_file(o->out, render_report_html(m, opt));
+    if (o->json) {
+      emit_json(report_summary_json(m), "", true);
+      return 0;
+    }
+    std::size_t points = 0;
+    for (const auto& s : m.series) points += s.ok.size();
+    fmt::print("report written to {}: {} file(s), {} series, {} roofline points\n", o->out,
+               m.inputs.size(), m.series.size(), points);
+    for (const auto& s : m.series)
+      if (s.efficiency.count > 0)
+        fmt::print("  {:<28} {}geomean efficiency {} over {} ops\n", s.name,
+                   s.projected ? "projected " : "", percent(s.efficiency.geomean),
+                   s.efficiency.count);
+    for (const auto& p : m.pairs)
+      if (p.ratio.count > 0)
+        fmt::print("  {} runs at {}{} of {}'s speed (geomean over {} ops; wins {} : {})\n",
+                   m.series[p.a].name, p.projected ? "a projected " : "", percent(p.ratio.geomean),
+                   m.series[p.b].name, p.ratio.count, p.wins_a, p.wins_b);
+    return 0;
+  });
+});
+
+}  // namespace
+}  // namespace attain::cli

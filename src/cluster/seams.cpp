@@ -1,0 +1,58 @@
+// The two places the simulator meets the rest of attain: the catalog (a model's ops) and the
+// device database (a chip's ceilings). Everything else in src/cluster works on plain numbers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "attain/catalog.hpp"
+#include "attain/cluster.hpp"
+#include "attain/device.hpp"
+
+namespace attain::cluster {
+
+ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
+  ModelWork w;
+  w.name = cfg.name;
+  w.layers = cfg.layers, w.hidden = cfg.hidden, w.seq = seq;
+  w.params = cfg.params(), w.active_params = cfg.active_params();
+  if (cfg.is_moe()) {
+    w.experts = cfg.experts, w.experts_per_tok = cfg.experts_per_tok;
+    w.moe_layers = cfg.layers - cfg.dense_layers();
+    // Routed experts: gate, up and down matrices of expert_intermediate each.
+    w.expert_params = static_cast<double>(w.moe_layers) * static_cast<double>(cfg.experts) * 3.0 *
+                      static_cast<double>(cfg.hidden) *
+                      static_cast<double>(cfg.expert_intermediate);
+    w.expert_params = std::min(w.expert_params, w.params);
+  }
+  PassSpec pass;
+  pass.phase = "prefill", pass.tokens = seq, pass.context = seq, pass.dtype = dt;
+  for (const auto& op : model_ops(cfg, pass))
+    w.forward.push_back({op.op.flops(), op.op.bytes(), static_cast<double>(op.prov.count),
+                         op.op.kind == OpKind::batched_gemm || op.op.kind == OpKind::mla_decode});
+  return w;
+}
+
+Chip chip_from_device(const DeviceSpec& d, DType dt) {
+  Chip c;
+  c.id = d.id;
+  c.peak_tflops = d.peak(dt);
+  c.mem_bw_gbps = d.mem_bandwidth_gbps;
+  c.mem_gb = d.mem_capacity_gb;
+  c.scaleup_gbps = d.interconnect_gbps;
+  return c;
+}
+
+Chip load_chip(std::string_view device_id, DType dt) {
+  const DeviceSpec d = load_device(device_id);
+  const Chip c = chip_from_device(d, dt);
+  if (!(c.peak_tflops > 0)) {
+    std::string have;
+    for (const auto& [name, v] : d.peak_tflops) have += (have.empty() ? "" : ", ") + name;
+    throw InputError(fmt::format("device {} lists no {} peak (it lists: {}); pick one with --dtype",
+                                 device_id, dtype_name(dt), have));
+  }
+  return c;
+}
+
+}  // namespace attain::cluster

@@ -1,0 +1,165 @@
+// One training step on a healthy cluster: roofline compute + collectives + pipeline bubble.
+//
+// Rank order is [TP, PP, DP] (TP fastest): TP groups sit inside a node when tp <= chips per
+// node, pipeline neighbours share a node only when tp * pp fits in one, and DP peers are on
+// other nodes once tp * pp fills a node. EP groups are carved out of DP and stay inside a node
+// while tp * ep fits in it. Megatron-style sequence parallelism: per layer and micro-batch the
+// forward pass runs 2 all-gathers and 2 reduce-scatters of the activations over TP, the
+// backward pass the same; MoE layers run dispatch + combine all-to-alls forward and backward.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attain/cluster.hpp"
+#include "attain/op.hpp"
+
+namespace attain::cluster {
+
+double ModelWork::forward_flops() const {
+  double f = 0;
+  for (const auto& w : forward) f += w.flops * w.count;
+  return f;
+}
+
+namespace {
+
+double weights_per_chip(const ModelWork& w, int tp, int pp, int ep) {
+  const double dense = w.params - w.expert_params;
+  return dense / (tp * pp) + w.expert_params / (static_cast<double>(tp) * pp * std::max(ep, 1));
+}
+
+}  // namespace
+
+Parallelism choose_parallelism(const TrainingSetup& s) {
+  Parallelism p = s.par;
+  const bool moe = s.work.experts > 0;
+  const int cpn = std::max(1, s.topo.chips_per_node);
+  if (p.tp <= 0) p.tp = moe ? 1 : std::min(8, cpn);
+  if (p.ep <= 0) p.ep = moe ? static_cast<int>(std::min<std::int64_t>(cpn, s.work.experts)) : 1;
+  if (p.pp <= 0) {
+    p.pp = 1;
+    const double budget = 0.25 * s.chip.mem_gb * 1e9;  // bf16 weights + bf16 gradients
+    if (budget > 0) {
+      while (4.0 * weights_per_chip(s.work, p.tp, p.pp, p.ep) > budget && 2 * p.pp <= s.work.layers)
+        p.pp *= 2;
+    }
+  }
+  if (p.virtual_stages <= 0)
+    p.virtual_stages =
+        p.pp > 1 ? static_cast<int>(std::clamp<std::int64_t>(s.work.layers / p.pp, 1, 4)) : 1;
+  return p;
+}
+
+StepBreakdown step_time(const TrainingSetup& s) {
+  if (s.chips <= 0) throw InputError("chips must be positive");
+  if (s.work.forward.empty()) throw InputError("the model has no ops");
+  if (s.work.layers <= 0 || s.work.hidden <= 0 || s.work.seq <= 0)
+    throw InputError("the model needs layers, hidden size and sequence length");
+  if (!(s.chip.peak_tflops > 0) || !(s.chip.mem_bw_gbps > 0))
+    throw InputError(
+        fmt::format("device {} lacks a peak or a memory bandwidth for this dtype", s.chip.id));
+  if (s.global_batch <= 0) throw InputError("global batch must be positive");
+  if (!(s.efficiency > 0 && s.efficiency <= 1)) throw InputError("efficiency must be in (0, 1]");
+  if (!(s.overlap >= 0 && s.overlap <= 1)) throw InputError("overlap must be in [0, 1]");
+  if (s.par.micro_batch <= 0) throw InputError("micro-batch must be positive");
+
+  const Parallelism p = choose_parallelism(s);
+  const int tp = p.tp, pp = p.pp, ep = p.ep, v = p.virtual_stages;
+  if (tp <= 0 || pp <= 0 || ep <= 0 || v <= 0) throw InputError("parallel sizes must be positive");
+  const std::int64_t mp = static_cast<std::int64_t>(tp) * pp;
+  if (s.chips % mp != 0)
+    throw InputError(fmt::format("{} chips do not split into TP {} x PP {} groups (try {} chips)",
+                                 s.chips, tp, pp, std::max<std::int64_t>(mp, s.chips / mp * mp)));
+  if (pp > s.work.layers)
+    throw InputError(fmt::format("PP {} exceeds the {} layers", pp, s.work.layers));
+  if (static_cast<std::int64_t>(pp) * v > s.work.layers)
+    throw InputError(
+        fmt::format("PP {} x {} virtual stages exceeds the {} layers", pp, v, s.work.layers));
+  const std::int64_t dp = s.chips / mp;
+  if (s.work.experts > 0 && dp % ep != 0)
+    throw InputError(fmt::format("EP {} does not divide DP {}", ep, dp));
+  if (s.work.experts == 0 && ep != 1) throw InputError("EP > 1 needs a MoE model");
+
+  StepBreakdown b;
+  b.tp = tp, b.pp = pp, b.ep = ep, b.dp = static_cast<int>(dp), b.virtual_stages = v;
+  const std::int64_t mb = s.par.micro_batch;
+  b.micro_batches = std::max<std::int64_t>(1, (s.global_batch + dp * mb - 1) / (dp * mb));
+  b.global_batch = b.micro_batches * dp * mb;
+
+  // Compute: each op on the roofline, split over TP, at the kernels' efficiency.
+  const double peak = s.chip.peak_tflops * 1e12, bw = s.chip.mem_bw_gbps * 1e9;
+  double seq_fwd = 0;
+  for (const auto& w : s.work.forward) {
+    const double t_compute = w.flops / tp / peak;
+    seq_fwd +=
+        w.count *
+        (w.attention && s.fused_attention ? t_compute : std::max(t_compute, w.bytes / tp / bw));
+  }
+  seq_fwd /= s.efficiency;
+  b.fwd_s = seq_fwd * static_cast<double>(mb) / pp;
+  b.bwd_s = 2 * b.fwd_s + (s.recompute ? b.fwd_s : 0.0);
+  const double fb = b.fwd_s + b.bwd_s;
+  const double m = static_cast<double>(b.micro_batches);
+  b.compute_s = m * fb;
+  b.bubble_s = static_cast<double>(pp - 1) / v * fb;
+
+  const int cpn = std::max(1, s.topo.chips_per_node);
+  const Link intra{s.topo.intra_gbps > 0 ? s.topo.intra_gbps : s.chip.scaleup_gbps,
+                   s.topo.intra_latency_us};
+  const Link inter{s.topo.inter_gbps, s.topo.inter_latency_us};
+  if (!(intra.gbps > 0) || !(inter.gbps > 0)) throw InputError("link bandwidths must be positive");
+  const Link& tp_link = tp <= cpn ? intra : inter;
+  const Link& pp_link = mp <= cpn ? intra : inter;
+  const Link& ep_link = static_cast<std::int64_t>(tp) * ep <= cpn ? intra : inter;
+  const Link& dp_link = mp * dp <= cpn ? intra : inter;
+
+  const double layers_here = static_cast<double>(s.work.layers) / pp;
+  const double act =
+      static_cast<double>(mb) * s.work.seq * s.work.hidden * s.act_bytes;  // one micro-batch
+  const double tp_mb =
+      layers_here * (4 * allgather_s(act, tp, tp_link) + 4 * reduce_scatter_s(act, tp, tp_link)) +
+      (s.recompute ? layers_here * 2 * allgather_s(act, tp, tp_link) : 0.0);
+  const double moe_here = static_cast<double>(s.work.moe_layers) / pp;
+  const double a2a_bytes = static_cast<double>(mb) * s.work.seq * s.work.experts_per_tok *
+                           s.work.hidden * s.act_bytes / tp;
+  const double ep_mb = moe_here * 4 * alltoall_s(a2a_bytes, ep, ep_link);
+  const double pp_msg = act / tp;
+  const double pp_mb = pp > 1 ? 2.0 * v * p2p_s(pp_msg, pp_link) : 0.0;
+  b.tp_comm_s = m * tp_mb, b.ep_comm_s = m * ep_mb, b.pp_comm_s = m * pp_mb;
+
+  auto allreduce = [&](double bytes, std::int64_t ranks, const Link& l) {
+    const int n = static_cast<int>(ranks);
+    switch (s.allreduce) {
+      case AllReduce::ring:
+        return ring_allreduce_s(bytes, n, l);
+      case AllReduce::tree:
+        return tree_allreduce_s(bytes, n, l);
+      case AllReduce::best:
+        break;
+    }
+    return std::min(ring_allreduce_s(bytes, n, l), tree_allreduce_s(bytes, n, l));
+  };
+  const double dense_grad =
+      (s.work.params - s.work.expert_params) / static_cast<double>(mp) * s.grad_bytes;
+  const double expert_grad = s.work.expert_params / (static_cast<double>(mp) * ep) * s.grad_bytes;
+  b.dp_comm_s = allreduce(dense_grad, dp, dp_link) + allreduce(expert_grad, dp / ep, dp_link);
+
+  // Exposure: per-micro-batch traffic hides under that micro-batch's compute; DP traffic under
+  // the first forward and the last backward; the pipeline fill and drain p2p is exposed.
+  auto exposed = [&](double comm, double window) {
+    return std::max((1 - s.overlap) * comm, comm - window);
+  };
+  const double per_mb = tp_mb + ep_mb + pp_mb;
+  const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
+  b.exposed_comm_s = m * exposed(per_mb, fb) + exposed(b.dp_comm_s, fb) + fill;
+  b.optimizer_s = s.work.params / static_cast<double>(s.chips) * s.optimizer_bytes / bw;
+
+  b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.optimizer_s;
+  b.tokens = static_cast<double>(b.global_batch) * s.work.seq;
+  b.model_flops = 3 * s.work.forward_flops() * static_cast<double>(b.global_batch);
+  b.mfu = b.model_flops / (static_cast<double>(s.chips) * peak * b.step_s);
+  return b;
+}
+
+}  // namespace attain::cluster

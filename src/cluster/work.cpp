@@ -1,0 +1,50 @@
+// A dense transformer's forward pass from its shape, for models the catalog has no config for.
+#include <fmt/format.h>
+
+#include "attain/cluster.hpp"
+#include "attain/op.hpp"
+
+namespace attain::cluster {
+
+namespace {
+WorkItem item(const Op& op, double count) {
+  return {op.flops(), op.bytes(), count, op.kind == OpKind::batched_gemm};
+}
+Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
+  Op o;
+  o.kind = OpKind::gemm, o.dtype = dt, o.m = m, o.n = n, o.k = k;
+  return o;
+}
+Op batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
+  Op o = gemm(m, n, k, dt);
+  o.kind = OpKind::batched_gemm, o.batch = batch;
+  return o;
+}
+}  // namespace
+
+ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t hidden,
+                           std::int64_t ffn, std::int64_t heads, std::int64_t vocab,
+                           std::int64_t seq, DType dt, bool gated) {
+  if (layers <= 0 || hidden <= 0 || ffn <= 0 || heads <= 0 || vocab <= 0 || seq <= 0 ||
+      hidden % heads != 0)
+    throw InputError(fmt::format("bad transformer shape for {}", name));
+  ModelWork w;
+  w.name = std::move(name);
+  w.layers = layers, w.hidden = hidden, w.seq = seq;
+  const double L = static_cast<double>(layers), h = static_cast<double>(hidden),
+               f = static_cast<double>(ffn);
+  const std::int64_t d = hidden / heads;
+  // Per layer, one sequence of `seq` tokens: (seq, h) rows against (n, k) weights.
+  w.forward.push_back(item(gemm(seq, 3 * hidden, hidden, dt), L));  // QKV
+  w.forward.push_back(item(batched(heads, seq, seq, d, dt), L));    // Q K^T (full square)
+  w.forward.push_back(item(batched(heads, seq, d, seq, dt), L));    // P V
+  w.forward.push_back(item(gemm(seq, hidden, hidden, dt), L));      // output projection
+  w.forward.push_back(item(gemm(seq, gated ? 2 * ffn : ffn, hidden, dt), L));  // up (+ gate)
+  w.forward.push_back(item(gemm(seq, hidden, ffn, dt), L));                    // down
+  w.forward.push_back(item(gemm(seq, vocab, hidden, dt), 1));                  // LM head
+  w.params = L * (4 * h * h + (gated ? 3 : 2) * h * f) + static_cast<double>(vocab) * h;
+  w.active_params = w.params;
+  return w;
+}
+
+}  // namespace attain::cluster

@@ -1,0 +1,207 @@
+// The device database: data/devices/<id>.json, one file per chip, every number with a source.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "attain/device.hpp"
+#include "device/probe.hpp"
+
+namespace attain {
+
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string, std::less<>> kPeakDtypes = {"fp64", "fp32", "tf32", "bf16",
+                                                        "fp16", "fp8",  "int8", "fp4"};
+const std::set<std::string, std::less<>> kKinds = {"gpu", "npu", "cpu"};
+const std::set<std::string, std::less<>> kKeys = {"id",
+                                                  "name",
+                                                  "vendor",
+                                                  "kind",
+                                                  "peak_tflops",
+                                                  "mem_bandwidth_gbps",
+                                                  "mem_capacity_gb",
+                                                  "interconnect",
+                                                  "tdp_w",
+                                                  "sources",
+                                                  "notes"};
+
+std::string join(const std::set<std::string, std::less<>>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+struct Reader {
+  const json& j;
+  std::string_view origin;
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(fmt::format("{}: {}", origin, msg));
+  }
+  const json& field(const char* key) const {
+    if (!j.contains(key)) fail(fmt::format("missing field '{}'", key));
+    return j.at(key);
+  }
+  std::string text(const json& v, const std::string& key) const {
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail(fmt::format("field '{}' must be a non-empty string", key));
+    return v.get<std::string>();
+  }
+  double number(const json& v, const std::string& key) const {
+    if (!v.is_number())
+      fail(fmt::format("field '{}' must be a number (got {})", key, v.type_name()));
+    const double x = v.get<double>();
+    if (!(x > 0) || !std::isfinite(x))
+      fail(fmt::format("field '{}' must be positive (got {})", key, x));
+    return x;
+  }
+};
+
+std::filesystem::path devices_dir() {
+  if (const char* env = std::getenv("ATTAIN_DATA_DIR"); env && *env)
+    return std::filesystem::path(env) / "devices";
+  return std::filesystem::path(ATTAIN_DATA_DIR) / "devices";
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  if (!f) throw InputError(fmt::format("cannot read {}", p.string()));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::filesystem::path> device_files() {
+  const auto dir = devices_dir();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(
+        fmt::format("device directory {} does not exist (set ATTAIN_DATA_DIR to the "
+                    "folder holding devices/)",
+                    dir.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+double DeviceSpec::peak(DType dt) const {
+  const auto it = peak_tflops.find(std::string(dtype_name(dt)));
+  return it == peak_tflops.end() ? 0.0 : it->second;
+}
+
+DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object())
+    throw InputError(fmt::format("{}: a device file holds one JSON object", origin));
+  const Reader r{j, origin};
+  for (const auto& [key, _] : j.items())
+    if (!kKeys.count(key)) r.fail(fmt::format("unknown field '{}' (known: {})", key, join(kKeys)));
+
+  DeviceSpec d;
+  d.id = r.text(r.field("id"), "id");
+  d.name = r.text(r.field("name"), "name");
+  d.vendor = r.text(r.field("vendor"), "vendor");
+  d.kind = r.text(r.field("kind"), "kind");
+  if (!kKinds.count(d.kind))
+    r.fail(fmt::format("kind '{}' is not one of {}", d.kind, join(kKinds)));
+
+  const json& peaks = r.field("peak_tflops");
+  if (!peaks.is_object() || peaks.empty())
+    r.fail("field 'peak_tflops' must be an object of dense TFLOP/s by dtype");
+  for (const auto& [dt, v] : peaks.items()) {
+    if (!kPeakDtypes.count(dt))
+      r.fail(fmt::format("peak_tflops has unknown dtype '{}' (known: {})", dt, join(kPeakDtypes)));
+    d.peak_tflops[dt] = r.number(v, "peak_tflops." + dt);
+  }
+  d.mem_bandwidth_gbps = r.number(r.field("mem_bandwidth_gbps"), "mem_bandwidth_gbps");
+  d.mem_capacity_gb = r.number(r.field("mem_capacity_gb"), "mem_capacity_gb");
+  const json& link = r.field("interconnect");
+  if (!link.is_object()) r.fail("field 'interconnect' must be an object {\"name\", \"gbps\"}");
+  const Reader lr{link, origin};
+  d.interconnect = r.text(lr.field("name"), "interconnect.name");
+  d.interconnect_gbps = r.number(lr.field("gbps"), "interconnect.gbps");
+  if (j.contains("tdp_w")) d.tdp_w = r.number(j.at("tdp_w"), "tdp_w");
+  if (j.contains("notes")) (void)r.text(j.at("notes"), "notes");
+
+  // Every number needs a source: "peak_tflops.<dtype>", "mem_bandwidth_gbps",
+  // "mem_capacity_gb", "interconnect", "tdp_w".
+  const json& src = r.field("sources");
+  if (!src.is_object())
+    r.fail("field 'sources' must be an object: field -> where the number comes from");
+  for (const auto& [key, v] : src.items()) d.sources[key] = r.text(v, "sources." + key);
+  std::vector<std::string> need = {"mem_bandwidth_gbps", "mem_capacity_gb", "interconnect"};
+  for (const auto& [dt, _] : d.peak_tflops) need.push_back("peak_tflops." + dt);
+  if (d.tdp_w > 0) need.push_back("tdp_w");
+  for (const auto& key : need)
+    if (!d.sources.count(key)) r.fail(fmt::format("'{}' has no entry in 'sources'", key));
+  return d;
+}
+
+std::vector<DeviceSpec> load_devices() {
+  std::vector<DeviceSpec> out;
+  for (const auto& p : device_files()) {
+    DeviceSpec d = parse_device(read_file(p), p.string());
+    if (d.id != p.stem().string())
+      throw InputError(fmt::format("{}: id '{}' does not match the file name", p.string(), d.id));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+DeviceSpec load_device(std::string_view id) {
+  if (id == "host") return probe::host_device(probe_host());
+  std::string known = "host";
+  for (const auto& p : device_files()) {
+    if (p.stem().string() == id) {
+      DeviceSpec d = parse_device(read_file(p), p.string());
+      if (d.id != id)
+        throw InputError(fmt::format("{}: id '{}' does not match the file name", p.string(), d.id));
+      return d;
+    }
+    known += ", " + p.stem().string();
+  }
+  throw InputError(fmt::format("unknown device '{}' (known: {})", id, known));
+}
+
+namespace probe {
+
+DeviceSpec host_device(const HostCeilings& c) {
+  DeviceSpec d;
+  d.id = "host";
+  d.name = c.cpu_model;
+  d.vendor = "this machine";
+  d.kind = "cpu";
+  d.peak_tflops["fp32"] = c.fma_gflops_all / 1e3;
+  d.mem_bandwidth_gbps = c.read_gbps_all;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    d.mem_capacity_gb = static_cast<double>(pages) * static_cast<double>(page) / 1e9;
+  const std::string when = fmt::format("attain probe, {}", c.measured_at);
+  d.sources["peak_tflops.fp32"] =
+      fmt::format("{}: {} FMA loop, {} threads", when, c.fma_isa, c.cores);
+  d.sources["mem_bandwidth_gbps"] = fmt::format("{}: streaming read, {} threads", when, c.cores);
+  d.sources["mem_capacity_gb"] = "sysconf(_SC_PHYS_PAGES)";
+  return d;
+}
+
+}  // namespace probe
+
+}  // namespace attain

@@ -1,0 +1,405 @@
+// Measured ceilings of this host: fp32 FMA peak, streaming read and copy bandwidth, each for
+// one thread and for all; cached per CPU model and core count.
+#include "device/probe.hpp"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "device/probe_kernels.hpp"
+
+namespace attain {
+
+namespace probe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+volatile float g_sink = 0;  // results of the timed loops land here so none is dropped
+
+Kernels best_kernels(const CpuFeatures& f) {
+#if defined(__x86_64__)
+  if (f.avx512f) return kernels_avx512();
+  if (f.avx2 && f.fma) return kernels_avx2();
+#else
+  (void)f;
+#endif
+  return kernels_sse2();
+}
+
+std::vector<int> allowed_cpu_list() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  return cpus;
+}
+
+// Runs body(i) on n threads (pinned to distinct allowed CPUs where there are enough) that
+// start together; returns the seconds from the first start to the last finish.
+template <class Body>
+double run_parallel(int n, Body&& body) {
+  const auto cpus = allowed_cpu_list();
+  std::vector<Clock::time_point> start(static_cast<std::size_t>(n)), end(start);
+  std::barrier sync(n);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < n; ++i) {
+    pool.emplace_back([&, i] {
+      if (static_cast<int>(cpus.size()) >= n) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[static_cast<std::size_t>(i)], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      }
+      sync.arrive_and_wait();
+      start[static_cast<std::size_t>(i)] = Clock::now();
+      body(i);
+      end[static_cast<std::size_t>(i)] = Clock::now();
+    });
+  }
+  for (auto& t : pool) t.join();
+  return std::chrono::duration<double>(*std::max_element(end.begin(), end.end()) -
+                                       *std::min_element(start.begin(), start.end()))
+      .count();
+}
+
+// A buffer on 2 MiB boundaries with transparent huge pages requested: touching 4 KiB pages
+// one fault at a time costs seconds per GiB in a VM, 2 MiB pages make it 512x fewer faults.
+class Buffer {
+ public:
+  explicit Buffer(std::size_t bytes) : len_(bytes + kHuge) {
+    void* m = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    map_ = m;
+    const auto addr = reinterpret_cast<std::uintptr_t>(m);
+    p = reinterpret_cast<float*>((addr + kHuge - 1) / kHuge * kHuge);
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP the probe is just slower
+#endif
+  }
+  ~Buffer() {
+    munmap(map_, len_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  float* p = nullptr;
+
+ private:
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  void* map_ = nullptr;
+  std::size_t len_;
+};
+
+// GFLOP/s of `threads` threads each running the FMA loop `iters` times; best of `trials`.
+// Each thread's rate is taken over its own CPU time (CLOCK_THREAD_CPUTIME_ID), so time the
+// scheduler gives to other processes does not lower a ceiling of the cores themselves; the
+// threads are pinned to distinct CPUs and start together, so their rates add up. (With SMT
+// siblings on a busy machine the threads may not overlap and the sum can overstate the
+// all-thread peak: probe an idle machine.)
+double fma_gflops(const Kernels& k, std::int64_t iters, int threads, int trials) {
+  const double flops = static_cast<double>(iters) * fma_flops_per_iter(k);
+  double best = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> cpu_s(static_cast<std::size_t>(threads));
+    run_parallel(threads, [&](int i) {
+      timespec a{}, b{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+      g_sink = g_sink + k.fma(iters);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+      cpu_s[static_cast<std::size_t>(i)] = static_cast<double>(b.tv_sec - a.tv_sec) +
+                                           1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec);
+    });
+    double gflops = 0;
+    for (double s : cpu_s) gflops += flops / std::max(s, 1e-9) / 1e9;
+    best = std::max(best, gflops);
+  }
+  return best;
+}
+
+// GB/s of a read (or copy) over n floats split across `threads`; best of `trials`.
+double stream_gbps(const Kernels& k, const float* src, float* dst, std::size_t n, int threads,
+                   int trials) {
+  const std::size_t per = n / static_cast<std::size_t>(threads) / 64 * 64;
+  const double bytes =
+      static_cast<double>(per * static_cast<std::size_t>(threads) * sizeof(float)) *
+      (dst ? 2.0 : 1.0);  // copy: read + write counted
+  double best = 0;
+  for (int t = 0; t < trials; ++t) {
+    const double s = run_parallel(threads, [&](int i) {
+      const std::size_t off = per * static_cast<std::size_t>(i);
+      if (dst)
+        k.copy(dst + off, src + off, per);
+      else
+        g_sink = g_sink + k.read(src + off, per);
+    });
+    best = std::max(best, bytes / s / 1e9);
+  }
+  return best;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+int available_cpus() {
+  const auto n = static_cast<int>(allowed_cpu_list().size());
+  if (n > 0) return n;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::int64_t default_bw_array_bytes(const CacheSizes& c) {
+  std::int64_t bytes = std::clamp<std::int64_t>(8 * c.l3, 256 * kMiB, 1024 * kMiB);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) bytes = std::min<std::int64_t>(bytes, std::int64_t{pages} * page / 8);
+  return std::max<std::int64_t>(bytes, 4 * kMiB);
+}
+
+HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
+  HostCeilings c;
+  c.cpu_model = cpu_model_name();
+  c.cores = available_cpus();
+  c.isa = detect_cpu_features();
+  const CacheSizes caches = cache_sizes();
+  c.l1d_bytes = caches.l1d, c.l2_bytes = caches.l2, c.l3_bytes = caches.l3;
+  const int all = cfg.threads > 0 ? cfg.threads : c.cores;
+  const int trials = std::max(1, cfg.trials);
+  const Kernels k = best_kernels(c.isa);
+  c.fma_isa = k.isa;
+  const auto t_start = Clock::now();
+  auto say = [&](const std::string& s) {
+    if (progress)
+      std::fprintf(stderr, "probe: [%5.1f s] %s\n",
+                   std::chrono::duration<double>(Clock::now() - t_start).count(), s.c_str());
+  };
+
+  // FMA: size one trial to cfg.fma_seconds from a short calibration run.
+  std::int64_t iters = 1 << 14;
+  for (;;) {
+    const auto t0 = Clock::now();
+    g_sink = g_sink + k.fma(iters);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s >= cfg.fma_seconds / 8 || iters >= (std::int64_t{1} << 40)) {
+      iters = std::max<std::int64_t>(
+          1 << 10, static_cast<std::int64_t>(iters * cfg.fma_seconds / std::max(s, 1e-9)));
+      break;
+    }
+    iters *= 4;
+  }
+  // FMA trials are short (fma_seconds each): take twice as many as for bandwidth.
+  c.fma_gflops_1t = fma_gflops(k, iters, 1, 2 * trials);
+  say(fmt::format("fp32 FMA peak ({}), 1 thread: {:.1f} GFLOP/s", k.isa, c.fma_gflops_1t));
+  c.fma_gflops_all = all > 1 ? fma_gflops(k, iters, all, 2 * trials) : c.fma_gflops_1t;
+  say(fmt::format("fp32 FMA peak ({}), {} threads: {:.1f} GFLOP/s", k.isa, all, c.fma_gflops_all));
+
+  // Bandwidth: arrays far larger than the LLC, written first (untouched pages read as the
+  // shared zero page and would fake bandwidth).
+  std::int64_t bytes = cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(caches);
+  const std::size_t chunk = 2 * 64 * sizeof(float) * static_cast<std::size_t>(all);
+  std::size_t n = static_cast<std::size_t>(bytes) / chunk * chunk / sizeof(float);
+  n = std::max<std::size_t>(n, chunk / sizeof(float));
+  Buffer buf(n * sizeof(float));
+  c.bw_array_bytes = static_cast<std::int64_t>(n * sizeof(float));
+  const std::size_t per = n / static_cast<std::size_t>(all);
+  run_parallel(all, [&](int i) {
+    const std::size_t off = per * static_cast<std::size_t>(i);
+    for (std::size_t j = off; j < off + per; ++j) buf.p[j] = static_cast<float>(j & 1023) * 1e-3f;
+  });
+  const double mib = static_cast<double>(c.bw_array_bytes) / static_cast<double>(kMiB);
+  say(fmt::format("wrote {:.0f} MiB", mib));
+  c.read_gbps_1t = stream_gbps(k, buf.p, nullptr, n, 1, trials);
+  say(fmt::format("read {:.0f} MiB, 1 thread: {:.1f} GB/s", mib, c.read_gbps_1t));
+  c.read_gbps_all = all > 1 ? stream_gbps(k, buf.p, nullptr, n, all, trials) : c.read_gbps_1t;
+  say(fmt::format("read {:.0f} MiB, {} threads: {:.1f} GB/s", mib, all, c.read_gbps_all));
+  // Copy the first half of the array onto the second (each half is still far past the LLC).
+  const std::size_t half = n / 2;
+  c.copy_gbps_1t = stream_gbps(k, buf.p, buf.p + half, half, 1, trials);
+  say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), 1 thread: {:.1f} GB/s",
+                  mib / 2, mib / 2, c.copy_gbps_1t));
+  c.copy_gbps_all =
+      all > 1 ? stream_gbps(k, buf.p, buf.p + half, half, all, trials) : c.copy_gbps_1t;
+  say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), {} threads: {:.1f} GB/s",
+                  mib / 2, mib / 2, all, c.copy_gbps_all));
+  c.measured_at = utc_now();
+  return c;
+}
+
+// ---- JSON and the cache --------------------------------------------------------------
+
+nlohmann::json to_json(const HostCeilings& c) {
+  return {{"cpu_model", c.cpu_model},
+          {"cores", c.cores},
+          {"isa",
+           {{"avx2", c.isa.avx2},
+            {"fma", c.isa.fma},
+            {"f16c", c.isa.f16c},
+            {"avx512f", c.isa.avx512f},
+            {"avx512bw", c.isa.avx512bw},
+            {"avx512_bf16", c.isa.avx512_bf16},
+            {"amx", c.isa.amx}}},
+          {"l1d_bytes", c.l1d_bytes},
+          {"l2_bytes", c.l2_bytes},
+          {"l3_bytes", c.l3_bytes},
+          {"fma_isa", c.fma_isa},
+          {"fma_gflops_1t", c.fma_gflops_1t},
+          {"fma_gflops_all", c.fma_gflops_all},
+          {"bw_array_bytes", c.bw_array_bytes},
+          {"read_gbps_1t", c.read_gbps_1t},
+          {"read_gbps_all", c.read_gbps_all},
+          {"copy_gbps_1t", c.copy_gbps_1t},
+          {"copy_gbps_all", c.copy_gbps_all},
+          {"measured_at", c.measured_at}};
+}
+
+namespace {
+
+template <class T>
+void get(const nlohmann::json& j, const char* key, T& out) {
+  if (!j.is_object() || !j.contains(key)) throw InputError(fmt::format("missing field '{}'", key));
+  try {
+    out = j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(fmt::format("field '{}' has the wrong type ({})", key, j.at(key).type_name()));
+  }
+}
+
+void positive(const char* key, double v) {
+  if (!(v > 0)) throw InputError(fmt::format("field '{}' must be positive (got {})", key, v));
+}
+
+}  // namespace
+
+HostCeilings ceilings_from_json(const nlohmann::json& j) {
+  HostCeilings c;
+  get(j, "cpu_model", c.cpu_model);
+  get(j, "cores", c.cores);
+  nlohmann::json isa;
+  get(j, "isa", isa);
+  get(isa, "avx2", c.isa.avx2), get(isa, "fma", c.isa.fma), get(isa, "f16c", c.isa.f16c);
+  get(isa, "avx512f", c.isa.avx512f), get(isa, "avx512bw", c.isa.avx512bw);
+  get(isa, "avx512_bf16", c.isa.avx512_bf16), get(isa, "amx", c.isa.amx);
+  get(j, "l1d_bytes", c.l1d_bytes), get(j, "l2_bytes", c.l2_bytes), get(j, "l3_bytes", c.l3_bytes);
+  get(j, "fma_isa", c.fma_isa);
+  get(j, "fma_gflops_1t", c.fma_gflops_1t), get(j, "fma_gflops_all", c.fma_gflops_all);
+  get(j, "bw_array_bytes", c.bw_array_bytes);
+  get(j, "read_gbps_1t", c.read_gbps_1t), get(j, "read_gbps_all", c.read_gbps_all);
+  get(j, "copy_gbps_1t", c.copy_gbps_1t), get(j, "copy_gbps_all", c.copy_gbps_all);
+  get(j, "measured_at", c.measured_at);
+  if (c.cores < 1)
+    throw InputError(fmt::format("field 'cores' must be positive (got {})", c.cores));
+  positive("fma_gflops_1t", c.fma_gflops_1t), positive("fma_gflops_all", c.fma_gflops_all);
+  positive("read_gbps_1t", c.read_gbps_1t), positive("read_gbps_all", c.read_gbps_all);
+  positive("copy_gbps_1t", c.copy_gbps_1t), positive("copy_gbps_all", c.copy_gbps_all);
+  return c;
+}
+
+std::filesystem::path cache_path() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "attain" / "probe.json";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::filesystem::path(h) / ".cache" / "attain" / "probe.json";
+  return {};
+}
+
+std::string cache_key(const std::string& cpu_model, int cores) {
+  return fmt::format("{} | {} cpus", cpu_model, cores);
+}
+
+namespace {
+
+constexpr const char* kCacheSchema = "attain.probe/1";
+
+void warn(const std::string& msg) {
+  std::fprintf(stderr, "attain: warning: %s\n", msg.c_str());
+}
+
+// The cache file's entries; empty (with a warning) when it is unreadable or corrupt.
+nlohmann::json read_entries(const std::filesystem::path& path) {
+  std::ifstream f(path);
+  if (!f) return nlohmann::json::object();
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    auto j = nlohmann::json::parse(ss.str());
+    if (!j.is_object() || j.value("schema", "") != kCacheSchema || !j.contains("entries") ||
+        !j["entries"].is_object())
+      throw InputError(fmt::format("not an {} file", kCacheSchema));
+    return j["entries"];
+  } catch (const std::exception& e) {
+    warn(fmt::format("probe cache {} is corrupt ({}); re-measuring", path.string(), e.what()));
+    return nlohmann::json::object();
+  }
+}
+
+void write_entries(const std::filesystem::path& path, const nlohmann::json& entries) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  // Write a temporary file and rename it, so a reader never sees half a file.
+  const auto tmp = path.string() + fmt::format(".tmp{}", static_cast<long>(getpid()));
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << nlohmann::json{{"schema", kCacheSchema}, {"entries", entries}}.dump(2) << "\n";
+    if (!f) {
+      warn(fmt::format("cannot write the probe cache {}", tmp));
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) warn(fmt::format("cannot write the probe cache {}: {}", path.string(), ec.message()));
+}
+
+}  // namespace
+
+HostCeilings probe_cached(bool refresh, const std::function<HostCeilings()>& measure) {
+  const std::string key = cache_key(cpu_model_name(), available_cpus());
+  const auto path = cache_path();
+  nlohmann::json entries = path.empty() ? nlohmann::json::object() : read_entries(path);
+  if (!refresh && entries.contains(key)) {
+    try {
+      return ceilings_from_json(entries[key]);
+    } catch (const InputError& e) {
+      warn(fmt::format("probe cache {} entry '{}' is corrupt ({}); re-measuring", path.string(),
+                       key, e.what()));
+    }
+  }
+  HostCeilings c = measure();
+  if (!path.empty()) {
+    entries[key] = to_json(c);
+    write_entries(path, entries);
+  }
+  return c;
+}
+
+}  // namespace probe
+
+HostCeilings probe_host(bool refresh, bool progress) {
+  return probe::probe_cached(refresh,
+                             [&] { return probe::measure_host(probe::ProbeConfig{}, progress); });
+}
+
+}  // namespace attain

@@ -1,0 +1,53 @@
+// The host probe's parts, for the CLI and the tests: the measurement with its sizes exposed
+// (tests run a tiny one), the cache with its measurement replaceable, and the JSON form.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "attain/device.hpp"
+
+namespace attain::probe {
+
+struct CacheSizes {
+  std::int64_t l1d = 0, l2 = 0, l3 = 0;
+};
+CacheSizes cache_sizes();
+int available_cpus();  // CPUs this process may run on (its affinity mask)
+
+struct ProbeConfig {
+  // The bandwidth array: 0 = 8x the last-level cache, at least 256 MiB and at most 1 GiB
+  // (and 1/8 of RAM). Reads sweep all of it; the copy copies its first half onto the second.
+  std::int64_t bw_array_bytes = 0;
+  double fma_seconds = 0.1;  // length of one FMA trial
+  int trials = 3;            // every figure is the best of this many trials
+  int threads = 0;           // "all threads": 0 = available_cpus()
+};
+
+// Bytes of one bandwidth array for these cache sizes (the rule above).
+std::int64_t default_bw_array_bytes(const CacheSizes& c);
+
+// Measures every ceiling now (no cache); prints each step to stderr when `progress`.
+HostCeilings measure_host(const ProbeConfig& cfg, bool progress);
+
+// $XDG_CACHE_HOME/attain/probe.json, else ~/.cache/attain/probe.json; empty when neither
+// variable is set.
+std::filesystem::path cache_path();
+std::string cache_key(const std::string& cpu_model, int cores);
+
+// probe_host() with the measurement passed in: returns the cached entry for this CPU model
+// and core count unless `refresh`; otherwise (or when absent) calls `measure` and stores the
+// result. A corrupt cache file is reported on stderr and replaced.
+HostCeilings probe_cached(bool refresh, const std::function<HostCeilings()>& measure);
+
+// The `host` device: this machine as the probe measured it (fp32 peak, streaming read).
+DeviceSpec host_device(const HostCeilings& c);
+
+nlohmann::json to_json(const HostCeilings& c);
+// Throws InputError naming the missing or malformed field.
+HostCeilings ceilings_from_json(const nlohmann::json& j);
+
+}  // namespace attain::probe

@@ -1,0 +1,91 @@
+// Builds without MPI: routing, layouts and the expert MLP work; everything that would talk to
+// other ranks reports that this build has no MPI. (Files named *mpi* are left out then.)
+#ifndef ATTAIN_HAVE_MPI
+#include <cstdio>
+#include <cstdlib>
+
+#include "attain/moe.hpp"
+
+namespace attain::moe {
+
+namespace {
+[[noreturn]] void no_mpi() {
+  throw InputError("this attain was built without MPI (install libopenmpi-dev and reconfigure)");
+}
+}  // namespace
+
+struct Handle::State {};
+void Handle::wait() {}
+bool Handle::ready() const {
+  return true;
+}
+OpTiming Handle::timing() const {
+  return {};
+}
+
+MpiSession::MpiSession() {}
+MpiSession::~MpiSession() = default;
+bool launched_by_mpirun() {
+  return false;
+}
+void abort_job(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+std::string_view mode_name(Mode m) {
+  return m == Mode::normal ? "normal" : "low-latency";
+}
+std::string_view transport_name(Transport t) {
+  return t == Transport::shm ? "shm" : t == Transport::rma ? "rma" : "auto";
+}
+
+struct ExpertComm::Impl {};
+ExpertComm::ExpertComm(const CommConfig&) {
+  no_mpi();
+}
+ExpertComm::~ExpertComm() = default;
+int ExpertComm::rank() const {
+  return 0;
+}
+int ExpertComm::ranks() const {
+  return 1;
+}
+int ExpertComm::local_experts() const {
+  return 0;
+}
+Transport ExpertComm::transport() const {
+  return Transport::automatic;
+}
+const CommConfig& ExpertComm::config() const {
+  no_mpi();
+}
+std::size_t ExpertComm::buffer_bytes() const {
+  return 0;
+}
+std::vector<std::int64_t> ExpertComm::plan(const Routing&) {
+  no_mpi();
+}
+std::int64_t ExpertComm::ll_capacity() const {
+  return 0;
+}
+Handle ExpertComm::dispatch(const Routing&, const Tokens&, ExpertRows, DispatchState*) {
+  no_mpi();
+}
+Handle ExpertComm::combine(const DispatchState&, const std::uint16_t*, std::uint16_t*) {
+  no_mpi();
+}
+void ExpertComm::barrier() {}
+
+MoeBenchResult run_moe_bench(const MoeBenchConfig&) {
+  no_mpi();
+}
+
+std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                                      const Roofline& roof,
+                                      std::map<std::string, std::string>* libraries) {
+  return run_bench(ops, cfg, roof, libraries);  // one rank: every op here
+}
+
+}  // namespace attain::moe
+#endif

@@ -1,0 +1,108 @@
+// The report's data: series (file x backend), their efficiency aggregates, and pairwise speed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attain/report.hpp"
+
+namespace attain {
+
+ReportModel build_report_model(std::vector<ReportInput> inputs) {
+  ReportModel m;
+  m.inputs = std::move(inputs);
+  const bool many = m.inputs.size() > 1;
+  for (std::size_t fi = 0; fi < m.inputs.size(); ++fi) {
+    const ResultsFile& f = m.inputs[fi].file;
+    std::vector<std::string> order;  // backends in file order
+    for (const auto& r : f.results)
+      if (std::find(order.begin(), order.end(), r.backend) == order.end())
+        order.push_back(r.backend);
+    // summarize() gives the per-group geomeans; the series keep the raw results for charts.
+    const Summary sum = summarize(f.results, order);
+    for (const auto& b : order) {
+      ReportSeries s;
+      s.name = many ? fmt::format("{}:{}", m.inputs[fi].label, b) : b;
+      s.file = fi;
+      s.backend = b;
+      std::vector<double> eff;
+      for (const auto& r : f.results) {
+        if (r.backend != b) continue;
+        ++s.status_counts[r.status];
+        s.projected = s.projected || r.projected;
+        if (r.status != "ok") continue;
+        s.ok.push_back(&r);
+        if (r.efficiency > 0 && std::isfinite(r.efficiency)) eff.push_back(r.efficiency);
+      }
+      s.efficiency = aggregate(eff);
+      if (!eff.empty()) {
+        const auto [lo, hi] = std::minmax_element(eff.begin(), eff.end());
+        s.eff_min = *lo, s.eff_max = *hi;
+      }
+      if (auto it = sum.efficiency.find(b); it != sum.efficiency.end()) s.eff_by = it->second;
+      m.series.push_back(std::move(s));
+    }
+  }
+  // Per series: spec -> time of its first ok result of that spec.
+  std::vector<std::map<std::string, double>> times(m.series.size());
+  for (std::size_t i = 0; i < m.series.size(); ++i)
+    for (const Result* r : m.series[i].ok) times[i].emplace(r->op.op.spec(), r->median_s);
+  for (std::size_t a = 0; a < m.series.size(); ++a)
+    for (std::size_t b = a + 1; b < m.series.size(); ++b) {
+      ReportPair p;
+      p.a = a, p.b = b;
+      p.projected = m.series[a].projected || m.series[b].projected;
+      std::vector<double> ratios;
+      for (const auto& [spec, ta] : times[a]) {
+        auto it = times[b].find(spec);
+        if (it == times[b].end()) continue;
+        const double r = it->second / ta;  // speed of a relative to b
+        ratios.push_back(r);
+        if (r > 1)
+          ++p.wins_a;
+        else if (r < 1)
+          ++p.wins_b;
+        else
+          ++p.ties;
+      }
+      p.ratio = aggregate(ratios);
+      m.pairs.push_back(p);
+    }
+  return m;
+}
+
+nlohmann::json report_summary_json(const ReportModel& m) {
+  auto agg = [](const Aggregate& a) {
+    return nlohmann::json{{"count", a.count},
+                          {"geomean", a.geomean},
+                          {"median", a.median},
+                          {"q1", a.q1},
+                          {"q3", a.q3}};
+  };
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : m.series) {
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [g, a] : s.eff_by) by[g] = agg(a);
+    series.push_back({{"name", s.name},
+                      {"file", m.inputs[s.file].label},
+                      {"backend", s.backend},
+                      {"device", m.inputs[s.file].file.machine.device},
+                      {"projected", s.projected},
+                      {"status_counts", s.status_counts},
+                      {"points", s.ok.size()},
+                      {"efficiency", agg(s.efficiency)},
+                      {"efficiency_by", by}});
+  }
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& p : m.pairs)
+    pairs.push_back({{"a", m.series[p.a].name},
+                     {"b", m.series[p.b].name},
+                     {"speed_a_over_b", agg(p.ratio)},
+                     {"wins_a", p.wins_a},
+                     {"wins_b", p.wins_b},
+                     {"ties", p.ties},
+                     {"projected", p.projected}});
+  return {{"series", series}, {"pairs", pairs}};
+}
+
+}  // namespace attain

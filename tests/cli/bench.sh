@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# attain bench: one op, a shape, a small sample; results schema; errors.
+source "$(dirname "$0")/lib.sh"
+"$ATTAIN" bench --list | grep -q "^reference" || fail "bench --list"
+"$ATTAIN" bench --op gemm:m=3,n=40,k=70,dtype=fp32 --backend reference,openblas --max-seconds 0.01 --out "$TMP/r.json" > "$TMP/table"
+grep -q "gemm:m=3,n=40,k=70,dtype=fp32" "$TMP/table" || fail "table lacks the op"
+grep -q "Speed ratio" "$TMP/table" || fail "table lacks the speed ratio"
+python3 - "$TMP/r.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "attain.results/1"
+m = d["machine"]
+for k in ["cpu_model", "cores", "threads", "ceilings_used", "libraries"]:
+    assert k in m, k
+assert len(d["results"]) == 2
+for r in d["results"]:
+    for k in ["op", "backend", "median_s", "min_s", "iqr_s", "reps", "flops", "bytes", "tflops", "gbps",
+              "attainable_tflops", "efficiency", "verified", "error"]:
+        assert k in r, k
+    assert r["status"] == "ok" and r["verified"], r
+    assert r["op"]["spec"] == "gemm:m=3,n=40,k=70,dtype=fp32"
+    assert 0 < r["efficiency"], r
+PY
+# bf16 on OpenBLAS is recorded as unsupported with a reason, never converted.
+"$ATTAIN" bench --shape 2x16x32 --dtype bf16 --backend openblas,reference --max-seconds 0.01 --json > "$TMP/u.json"
+python3 - "$TMP/u.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ob = [r for r in d["results"] if r["backend"] == "openblas"][0]
+assert ob["status"] == "unsupported" and ob["reason"], ob
+ref = [r for r in d["results"] if r["backend"] == "reference"][0]
+assert ref["status"] == "ok" and ref["verified"], ref
+assert "summary" in d
+PY
+"$ATTAIN" bench --suite quick --sample 4 --backend openblas --max-seconds 0.01 --threads 1 --json > "$TMP/s.json"
+json_get "$TMP/s.json" 'len(d["results"])' | grep -q '^4$' || fail "sample of 4"
+expect_error 2 "unknown backend 'nope'" -- "$ATTAIN" bench --shape 2x2x2 --backend nope
+expect_error 2 "must be positive" -- "$ATTAIN" bench --shape 0x2x2
+expect_error 2 "must be positive" -- "$ATTAIN" bench --op gemm:m=-1,n=2,k=2,dtype=fp32
+expect_error 2 "too large" -- "$ATTAIN" bench --op gemm:m=2000000000,n=2000000000,k=8,dtype=fp32
+expect_error 2 "unknown dtype" -- "$ATTAIN" bench --shape 2x2x2 --dtype fp9
+expect_error 2 "--stages" -- "$ATTAIN" bench --shape 2x2x2 --stages 0
+# An op larger than memory is refused before anything is allocated.
+"$ATTAIN" bench --op gemm:m=1000000,n=1000000,k=64,dtype=fp32 --backend reference,openblas --json > "$TMP/big.json" 2>/dev/null || true
+python3 - "$TMP/big.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    assert r["status"] == "unsupported", r
+ob = [r for r in d["results"] if r["backend"] == "openblas"][0]
+assert "memory" in ob["reason"], ob
+PY
+echo "bench CLI: ok"

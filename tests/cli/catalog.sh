@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# attain catalog: listing, JSON fields, summary, model configs, errors.
+source "$(dirname "$0")/lib.sh"
+"$ATTAIN" catalog --help | grep -q -- "--summary" || fail "help lacks --summary"
+"$ATTAIN" catalog --json --out "$TMP/all.json" >/dev/null
+[ "$(json_get "$TMP/all.json" 'len(d)')" = 1055 ] || fail "llm-1055 does not hold 1055 ops"
+json_get "$TMP/all.json" '[k for k in ["spec","kind","m","n","k","dtype","flops","bytes","model","layer","phase","tokens","count"] if k not in d[0]]' | grep -q '^\[\]$' || fail "catalog JSON misses fields"
+json_get "$TMP/all.json" 'len([o for o in d if o["kind"]=="grouped_gemm" and "groups" not in o])' | grep -q '^0$' || fail "grouped ops without groups"
+"$ATTAIN" catalog --summary | grep -q "^1055 ops" || fail "summary count"
+"$ATTAIN" catalog --suite quick | tail -1 | grep -Eq "^[0-9]+ ops" || fail "quick listing"
+"$ATTAIN" catalog --model deepseek-v3 --phase decode --tokens 8 --context 4096 --dtype fp8 | grep -q "gemm:m=8,n=2112,k=7168,dtype=fp8" || fail "deepseek decode shape"
+"$ATTAIN" catalog --model "$ROOT/data/models/mixtral-8x7b.json" --phase prefill --tokens 512 | grep -q "grouped_gemm:groups=8,m=128,n=28672,k=4096" || fail "mixtral experts"
+"$ATTAIN" catalog --suite llm-1055 --sample 40 --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert len(d)==40, len(d)"
+printf '{"model_type": "llama", "hidden_size": 64}' > "$TMP/bad.json"
+expect_error 2 "missing field 'num_hidden_layers'" -- "$ATTAIN" catalog --model "$TMP/bad.json"
+printf '{"model_type": "llama", "hidden_size": 64' > "$TMP/trunc.json"
+expect_error 2 "not valid JSON" -- "$ATTAIN" catalog --model "$TMP/trunc.json"
+expect_error 2 "unknown suite" -- "$ATTAIN" catalog --suite nope
+expect_error 2 "unknown model" -- "$ATTAIN" catalog --model nope
+expect_error 2 "unknown dtype" -- "$ATTAIN" catalog --model llama-3.1-8b --dtype int3
+expect_error 2 "one of" -- "$ATTAIN" catalog --suite quick --model llama-3.1-8b
+echo "catalog CLI: ok"

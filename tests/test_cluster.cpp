@@ -1,0 +1,373 @@
+// The training-at-scale simulator against the published record and its own closed forms.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "attain/cluster.hpp"
+#include "attain/op.hpp"
+#include "attain/results.hpp"
+
+using namespace attain;
+using namespace attain::cluster;
+
+namespace {
+
+// H100 SXM as the device database lists it (bf16 dense 989 TFLOP/s, 3.35 TB/s, 80 GB,
+// NVLink 4 at 450 GB/s per direction); written out here so these tests do not need data/devices.
+Chip h100() {
+  return {"h100-sxm", 989, 3350, 80, 450};
+}
+
+// Llama 3.1 405B's shape (126 layers, hidden 16384, FFN 53248, 128 heads, vocab 128256),
+// with full multi-head attention instead of GQA: close enough for a step time.
+ModelWork llama405b(std::int64_t seq) {
+  return transformer_work("llama-405b-shape", 126, 16384, 53248, 128, 128256, seq, DType::bf16,
+                          true);
+}
+
+TrainingSetup llama3_setup() {
+  TrainingSetup s;
+  s.chip = h100();
+  s.work = llama405b(8192);
+  s.chips = 16384;
+  s.global_batch = 2048;  // 16M tokens of 8,192 (Llama 3 paper, Table 4)
+  s.par.tp = 8, s.par.pp = 16;
+  return s;
+}
+
+SimConfig sim_from(const TrainingSetup& s, const StepBreakdown& b, FailureTable ft, double days) {
+  SimConfig c;
+  c.chips = s.chips;
+  c.chips_per_node = s.topo.chips_per_node;
+  c.step_s = b.step_s;
+  c.tokens_per_step = b.tokens;
+  c.model_flops_per_step = b.model_flops;
+  c.peak_flops_per_chip = s.chip.peak_tflops * 1e12;
+  c.days = days;
+  c.failures = std::move(ft);
+  c.state_bytes = s.work.params * 14;
+  c.spare_nodes = static_cast<int>(std::ceil(0.02 * static_cast<double>(s.chips) / 8));
+  return c;
+}
+
+// A job with a fixed step and one aggregate failure cause, for checks against closed forms.
+SimConfig simple(double mtbf_h, bool replace = false) {
+  SimConfig c;
+  c.chips = 1024, c.chips_per_node = 8;
+  c.step_s = 10, c.tokens_per_step = 1e6, c.model_flops_per_step = 1e18,
+  c.peak_flops_per_chip = 1e15;
+  c.days = 200;
+  c.failures.name = "test";
+  if (mtbf_h > 0) {
+    FailureCause fc;
+    fc.name = "any", fc.scope = Scope::job, fc.rate_per_hour = 1 / mtbf_h, fc.replace = replace;
+    c.failures.causes.push_back(fc);
+  }
+  c.failures.detect_min = 3, c.failures.restart_min = 6, c.failures.rewarm_min = 1;
+  c.checkpoint = Checkpoint::sync;
+  c.state_bytes = 2e12;  // 1 s at 2 TB/s
+  c.checkpoint_overhead_s = 29;
+  return c;
+}
+
+}  // namespace
+
+TEST(ClusterDaly, PublishedOptima) {
+  // Checkpoint cost 5 min: tau = 117, 57 and 9.1 min for MTBF 24 h, 6 h and 15 min.
+  EXPECT_NEAR(daly_interval(5, 24 * 60), 117, 0.5);
+  EXPECT_NEAR(daly_interval(5, 6 * 60), 57, 0.5);
+  EXPECT_NEAR(daly_interval(5, 15), 9.1, 0.05);
+  EXPECT_NEAR(young_interval(5, 24 * 60), 120, 1e-9);
+  EXPECT_DOUBLE_EQ(daly_interval(5, 2), 2);  // delta >= 2M: checkpoint every MTBF
+  EXPECT_DOUBLE_EQ(daly_interval(0, 60), 0);
+}
+
+TEST(ClusterFailures, MttfScalesWithNodes) {
+  // 6.5 failures per 1,000 node-days of 8 chips: MTTF 1.8 h at 16,384 chips, 0.23 h at 131,072.
+  const FailureTable t = load_failure_table("meta-rsc1");
+  EXPECT_NEAR(t.mttf_hours(16384, 8), 1.8, 0.02);
+  EXPECT_NEAR(t.mttf_hours(131072, 8), 0.23, 0.005);
+  // The simulation draws the same rate: 20 days at 16,384 chips.
+  SimConfig c = simple(0);
+  c.chips = 16384, c.days = 20, c.failures = t, c.spare_nodes = 100;
+  const MonteCarlo mc = monte_carlo(c, 16, 7);
+  const double expect = 20 * 24 / t.mttf_hours(16384, 8);
+  EXPECT_NEAR(mc.unexpected.mean, expect, 0.05 * expect);
+}
+
+TEST(ClusterFailures, Llama3TableReproducesTheRecord) {
+  const FailureTable t = load_failure_table("llama3");
+  ASSERT_EQ(t.causes.size(), 18u);
+  EXPECT_EQ(t.observed_chips, 16384);
+  double published = 0;
+  for (const auto& c : t.causes) published += c.published;
+  EXPECT_DOUBLE_EQ(published, 419);
+  EXPECT_NEAR(t.rate_per_hour(16384, 8) * 54 * 24, 419, 1e-6);
+  EXPECT_NEAR(t.planned_per_day * 54, 47, 1e-9);
+
+  const TrainingSetup s = llama3_setup();
+  const StepBreakdown b = step_time(s);
+  const MonteCarlo mc = monte_carlo(sim_from(s, b, t, 54), 12, 42);
+  EXPECT_NEAR(mc.unexpected.mean, 419, 0.10 * 419);
+  EXPECT_NEAR(mc.planned.mean, 47, 0.15 * 47);
+  EXPECT_GT(mc.ettr.mean, 0.90);
+  EXPECT_LT(mc.ettr.mean, 1.0);
+  EXPECT_NEAR(mc.by_cause.at("Faulty GPU").mean, 148, 0.2 * 148);
+  EXPECT_NEAR(mc.by_cause.at("GPU HBM3 Memory").mean, 72, 0.25 * 72);
+}
+
+TEST(ClusterFailures, BadTablesAreInputErrors) {
+  EXPECT_THROW(load_failure_table("no-such-table"), InputError);
+  EXPECT_THROW(parse_failure_table("{", "t"), InputError);
+  EXPECT_THROW(parse_failure_table(
+                   R"({"causes":[{"name":"x","scope":"rack","rate_per_1000_unit_days":1}]})", "t"),
+               InputError);
+  EXPECT_THROW(parse_failure_table(R"({"causes":[{"name":"x","count":3}]})", "t"),
+               InputError);  // no "observed"
+  EXPECT_THROW(
+      parse_failure_table(R"({"causes":[{"name":"x","rate_per_1000_unit_days":-1}]})", "t"),
+      InputError);
+  EXPECT_TRUE(load_failure_table("none").causes.empty());
+}
+
+TEST(ClusterCollectives, AlphaBeta) {
+  const Link l{100, 10};  // 100 GB/s, 10 us
+  // Ring all-reduce of 1 GB over 8 ranks: 14 alpha + 2 * 7/8 * 10 ms.
+  EXPECT_NEAR(ring_allreduce_s(1e9, 8, l), 14 * 10e-6 + 2 * 0.875 * 0.01, 1e-12);
+  EXPECT_NEAR(tree_allreduce_s(1e9, 8, l), 6 * 10e-6 + 2 * 0.01, 1e-12);
+  EXPECT_LT(tree_allreduce_s(1e3, 1024, l), ring_allreduce_s(1e3, 1024, l));  // latency-bound
+  EXPECT_LT(ring_allreduce_s(1e10, 16, l), tree_allreduce_s(1e10, 16, l));    // bandwidth-bound
+  EXPECT_NEAR(allgather_s(1e9, 4, l) + reduce_scatter_s(1e9, 4, l), ring_allreduce_s(1e9, 4, l),
+              1e-12);
+  EXPECT_NEAR(alltoall_s(8e8, 8, l), 7 * 10e-6 + 0.875 * 8e-3, 1e-12);
+  EXPECT_NEAR(p2p_s(1e6, l), 10e-6 + 1e-5, 1e-15);
+  EXPECT_EQ(ring_allreduce_s(1e9, 1, l), 0);
+}
+
+TEST(ClusterStep, OneChipIsItsRoofline) {
+  TrainingSetup s;
+  s.chip = h100();
+  s.work = transformer_work("gpt-13b-shape", 40, 5120, 20480, 40, 50257, 2048, DType::bf16);
+  s.chips = 1, s.global_batch = 8, s.efficiency = 0.6;
+  s.par.tp = s.par.pp = 1;
+  const StepBreakdown b = step_time(s);
+  EXPECT_EQ(b.dp, 1);
+  EXPECT_EQ(b.micro_batches, 8);
+  EXPECT_DOUBLE_EQ(b.exposed_comm_s, 0);
+  EXPECT_DOUBLE_EQ(b.bubble_s, 0);
+  // Every GEMM here is compute-bound and attention is fused, so the step runs at the
+  // efficiency (minus the optimizer update).
+  EXPECT_NEAR(b.step_s, b.compute_s + b.optimizer_s, 1e-12);
+  EXPECT_NEAR(b.mfu, 0.6 * b.compute_s / b.step_s, 1e-9);
+  EXPECT_LT(b.optimizer_s, 0.05 * b.step_s);
+  EXPECT_NEAR(b.compute_s, 8 * 3 * s.work.forward_flops() / (989e12 * 0.6), 1e-9 * b.compute_s);
+  // Unfused, the (s, s) scores go through memory and attention becomes memory-bound.
+  s.fused_attention = false;
+  EXPECT_LT(step_time(s).mfu, b.mfu - 0.02);
+}
+
+TEST(ClusterStep, PipelineBubbleAndLayouts) {
+  TrainingSetup s = llama3_setup();
+  s.par.virtual_stages = 1;
+  StepBreakdown b = step_time(s);
+  EXPECT_EQ(b.dp, 128);
+  EXPECT_EQ(b.micro_batches, 16);
+  EXPECT_NEAR(b.bubble_s, 15.0 * (b.fwd_s + b.bwd_s), 1e-9);
+  s.par.virtual_stages = 4;
+  const StepBreakdown b4 = step_time(s);
+  EXPECT_NEAR(b4.bubble_s, b.bubble_s / 4, 1e-9);
+  EXPECT_GT(b4.mfu, b.mfu);
+  // Llama 3 reports 41% BF16 MFU for this layout; the model lands within a broad band.
+  EXPECT_GT(b4.mfu, 0.25);
+  EXPECT_LT(b4.mfu, 0.65);
+  s.chips = 16383;
+  EXPECT_THROW(step_time(s), InputError);
+  s.chips = 16384, s.par.pp = 256;
+  EXPECT_THROW(step_time(s), InputError);  // more stages than layers
+}
+
+TEST(ClusterStep, CommunicationAndOverlap) {
+  TrainingSetup s = llama3_setup();
+  s.overlap = 0;
+  const StepBreakdown none = step_time(s);
+  s.overlap = 1;
+  const StepBreakdown full = step_time(s);
+  EXPECT_GT(none.tp_comm_s, 0);
+  EXPECT_GT(none.dp_comm_s, 0);
+  EXPECT_GT(none.pp_comm_s, 0);
+  EXPECT_GT(none.exposed_comm_s, full.exposed_comm_s);
+  EXPECT_NEAR(none.step_s - full.step_s, none.exposed_comm_s - full.exposed_comm_s, 1e-9);
+  // A slower scale-out network costs more once traffic is exposed.
+  s.overlap = 0, s.topo.inter_gbps = 12.5;
+  EXPECT_GT(step_time(s).step_s, none.step_s);
+}
+
+TEST(ClusterStep, ChoosesALayoutThatFits) {
+  TrainingSetup s = llama3_setup();
+  s.par = {};
+  const Parallelism p = choose_parallelism(s);
+  EXPECT_EQ(p.tp, 8);
+  EXPECT_EQ(p.pp, 16);  // 405B: bf16 weights + gradients under 20 GB per chip
+  EXPECT_EQ(p.ep, 1);
+  EXPECT_EQ(p.virtual_stages, 4);
+}
+
+TEST(ClusterSim, TimeIsAccountedFor) {
+  const SimConfig c = simple(5, true);
+  const RunResult r = simulate(c, 1);
+  EXPECT_NEAR(r.wall_h, 200 * 24, 1e-9);
+  EXPECT_NEAR(r.useful_h + r.lost_work_h + r.checkpoint_h + r.down_h, r.wall_h, 1e-6 * r.wall_h);
+  EXPECT_GT(r.unexpected, 700);
+  EXPECT_NEAR(r.ettr, r.useful_h / r.wall_h, 1e-12);
+  EXPECT_NEAR(r.goodput, r.ettr * 1e18 / 10 / (1024 * 1e15), 1e-9);
+}
+
+TEST(ClusterSim, NoFailuresMeansOnlyCheckpointCost) {
+  SimConfig c = simple(0);
+  c.checkpoint_interval_min = 30;
+  const RunResult r = simulate(c, 3);
+  EXPECT_EQ(r.unexpected, 0);
+  EXPECT_NEAR(r.ettr, 1800.0 / (1800 + 30), 1e-4);  // pause = 29 s + 1 s write
+}
+
+TEST(ClusterSim, MatchesTheClosedForm) {
+  for (double mtbf : {3.0, 12.0}) {
+    const SimConfig c = simple(mtbf);
+    const MonteCarlo mc = monte_carlo(c, 24, 11);
+    EXPECT_NEAR(mc.ettr.mean, expected_ettr(c), 0.01) << "mtbf " << mtbf;
+    EXPECT_LE(mc.ettr.lo, mc.ettr.mean);
+    EXPECT_GE(mc.ettr.hi, mc.ettr.mean);
+  }
+}
+
+TEST(ClusterSim, DalyIntervalIsNearTheBest) {
+  SimConfig c = simple(4);
+  const double best = monte_carlo(c, 16, 5).ettr.mean;
+  c.checkpoint_interval_min = 4 * plan_checkpoints(c).daly_min;
+  EXPECT_GT(best, monte_carlo(c, 16, 5).ettr.mean);
+  c.checkpoint_interval_min = plan_checkpoints(simple(4)).daly_min / 4;
+  EXPECT_GT(best, monte_carlo(c, 16, 5).ettr.mean);
+}
+
+TEST(ClusterSim, SparesAndAsyncCheckpointsBuyBackTime) {
+  SimConfig c = simple(2, true);
+  c.spare_nodes = 0, c.replace_min = 60;
+  const double bare = monte_carlo(c, 8, 9).ettr.mean;
+  c.spare_nodes = 50;
+  const double spared = monte_carlo(c, 8, 9).ettr.mean;
+  EXPECT_GT(spared, bare + 0.1);  // every failure waited an hour for a node
+  c.checkpoint = Checkpoint::async, c.checkpoint_overhead_s = 1;
+  EXPECT_GT(monte_carlo(c, 8, 9).ettr.mean, spared);
+}
+
+TEST(ClusterSim, StragglersSetThePace) {
+  SimConfig c = simple(0);
+  c.checkpoint_interval_min = 1e9;  // never
+  c.straggler_fraction = 1, c.straggler_slowdown = 1.25;
+  const RunResult r = simulate(c, 2);
+  EXPECT_NEAR(r.goodput, 0.8 * 1e18 / 10 / (1024 * 1e15), 1e-9);
+  EXPECT_NEAR(r.ettr, 1, 1e-9);  // slow, but training all the time
+}
+
+TEST(ClusterSim, TokenBudget) {
+  SimConfig c = simple(0);
+  c.days = 0, c.token_budget = 1e6 * 8640;  // 8,640 steps of 10 s = 1 day of compute
+  c.checkpoint_interval_min = 1e9;
+  const RunResult r = simulate(c, 4);
+  EXPECT_TRUE(r.budget_reached);
+  EXPECT_NEAR(r.wall_h, 24, 1e-6);
+  EXPECT_NEAR(r.tokens, c.token_budget, 1e-6 * c.token_budget);
+}
+
+TEST(ClusterSim, DeterministicAcrossThreads) {
+  SimConfig c = simple(1, true);
+  c.spare_nodes = 3, c.days = 30, c.timeline = true;
+  const MonteCarlo a = monte_carlo(c, 6, 123, 1), b = monte_carlo(c, 6, 123, 3);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(a.runs[i].ettr, b.runs[i].ettr);
+  EXPECT_FALSE(a.runs[0].timeline.empty());
+  EXPECT_TRUE(a.runs[1].timeline.empty());
+  EXPECT_EQ(a.runs[0].timeline.size(),
+            static_cast<std::size_t>(a.runs[0].unexpected + a.runs[0].planned));
+}
+
+TEST(ClusterSim, HundredThousandChipsSixtyDaysIsFast) {
+  SimConfig c = simple(0);
+  c.chips = 100000, c.days = 60, c.failures = load_failure_table("llama3"), c.spare_nodes = 250;
+  c.timeline = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = simulate(c, 99);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 10.0);
+  EXPECT_GT(r.unexpected, 1000);  // ~2,450 expected at this scale
+}
+
+TEST(ClusterSim, BadInputsAreInputErrors) {
+  SimConfig c = simple(1);
+  c.days = 0;
+  EXPECT_THROW(simulate(c, 1), InputError);
+  c = simple(1), c.straggler_fraction = 2;
+  EXPECT_THROW(simulate(c, 1), InputError);
+  EXPECT_THROW(monte_carlo(simple(1), 0, 1), InputError);
+}
+
+TEST(ClusterStats, ConfidenceInterval) {
+  const Stat s = summarize({1, 2, 3, 4, 5});
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_NEAR(s.sd, std::sqrt(2.5), 1e-12);
+  EXPECT_NEAR(s.hi - s.mean, 2.776 * std::sqrt(2.5) / std::sqrt(5.0), 1e-9);
+  EXPECT_NEAR(s.p5, 1.2, 1e-12);
+  EXPECT_NEAR(s.p95, 4.8, 1e-12);
+}
+
+// Reported, not asserted: the step-time model against MegaScale's strong-scaling table (NSDI '24,
+// arXiv:2402.15627): 175B GPT, batch 6144 x 2048 tokens, TP 8, PP 8, on 3,072 to 12,288 Ampere
+// GPUs. Our assumptions: A100-SXM4-80GB datasheet (312 TFLOP/s bf16, 2,039 GB/s, NVLink 3 at
+// 300 GB/s per direction), 200 Gb/s (25 GB/s) per GPU to the network, GPT-3's shape (96 layers,
+// hidden 12288, 96 heads, vocab 50257), default efficiency 0.7, overlap 0.8, 4 virtual stages.
+TEST(ClusterReport, MegaScaleStrongScaling) {
+  TrainingSetup s;
+  s.chip = {"a100-sxm4-80gb", 312, 2039, 80, 300};
+  s.topo.inter_gbps = 25;
+  s.work = transformer_work("gpt3-175b", 96, 12288, 4 * 12288, 96, 50257, 2048, DType::bf16);
+  s.global_batch = 6144;
+  s.par.tp = 8, s.par.pp = 8;
+  const std::int64_t gpus[] = {3072, 6144, 8192, 12288};
+  const double published[] = {23.66, 12.21, 9.56, 6.34};
+  std::printf("MegaScale 175B strong scaling (published s/iteration vs this model)\n");
+  std::printf("%8s %10s %10s %8s %7s %7s\n", "GPUs", "published", "model", "error", "MFU",
+              "bubble");
+  for (int i = 0; i < 4; ++i) {
+    s.chips = gpus[i];
+    const StepBreakdown b = step_time(s);
+    std::printf("%8lld %10.2f %10.2f %+7.1f%% %6.1f%% %6.1f%%\n", static_cast<long long>(gpus[i]),
+                published[i], b.step_s, 100 * (b.step_s / published[i] - 1), 100 * b.mfu,
+                100 * b.bubble_s / b.step_s);
+    EXPECT_GT(b.step_s, 0);
+  }
+}
+
+TEST(ClusterStep, EfficiencyFromMeasuredResults) {
+  ResultsFile f;
+  auto add = [&](const char* backend, double eff, bool verified, const char* status = "ok",
+                 bool projected = false) {
+    Result r;
+    r.backend = backend, r.efficiency = eff, r.verified = verified, r.status = status;
+    r.projected = projected;
+    f.results.push_back(r);
+  };
+  add("attain", 0.8, true);
+  add("attain", 0.2, true);
+  add("attain", 0.9, false);  // wrong answers are not speeds
+  add("attain", 0, false, "unsupported");
+  add("attain", 0.95, true, "ok", true);  // a projection, not a measurement
+  add("openblas", 0.5, true);
+  const MeasuredEfficiency all = efficiency_from_results(f);
+  EXPECT_EQ(all.ops, 3);
+  EXPECT_NEAR(all.efficiency, std::cbrt(0.8 * 0.2 * 0.5), 1e-12);
+  const MeasuredEfficiency ours = efficiency_from_results(f, "attain");
+  EXPECT_EQ(ours.ops, 2);
+  EXPECT_NEAR(ours.efficiency, 0.4, 1e-12);
+  EXPECT_THROW(efficiency_from_results(f, "blis"), InputError);
+  EXPECT_THROW(efficiency_from_results(ResultsFile{}), InputError);
+}

@@ -1,0 +1,197 @@
+// Verification, results files, aggregates, timing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "attain/bench.hpp"
+#include "attain/results.hpp"
+#include "attain/verify.hpp"
+
+using namespace attain;
+
+namespace {
+// Runs the fp64 reference into the set's outputs (as the reference backend does).
+void reference_into(TensorSet& set) {
+  const auto outs = reference_outputs(set);
+  std::size_t oi = 0;
+  for (auto& t : set.all()) {
+    if (!t.desc.output) continue;
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      const auto x = static_cast<float>(outs[oi][static_cast<std::size_t>(i)]);
+      if (t.desc.dtype == DType::f32) t.as<float>()[i] = x;
+      else if (t.desc.dtype == DType::bf16) t.as<std::uint16_t>()[i] = f32_to_bf16(x);
+      else if (t.desc.dtype == DType::f16) t.as<std::uint16_t>()[i] = f32_to_f16(x);
+    }
+    ++oi;
+  }
+}
+}  // namespace
+
+class VerifyEveryKind : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(VerifyEveryKind, ReferencePassesAndCorruptionFails) {
+  TensorSet set(Op::parse(GetParam()));
+  fill_inputs(set, 1);
+  poison_outputs(set);
+  EXPECT_FALSE(verify(set).ok) << "poisoned (unwritten) outputs must fail";
+  reference_into(set);
+  const auto full = verify(set);
+  EXPECT_TRUE(full.ok) << full.detail;
+  const auto residual = verify(set, /*full_limit=*/0);  // the large-op path
+  EXPECT_TRUE(residual.ok) << residual.detail;
+  // One wrong element: scale it, the error must exceed the tolerance in both checks.
+  Tensor& out = set[set.op().kind == OpKind::mla_decode ? "o" : "c"];
+  const std::int64_t i = 0;
+  if (out.desc.dtype == DType::f32) out.as<float>()[i] = out.as<float>()[i] * 50 + 10;
+  else out.as<std::uint16_t>()[i] = out.desc.dtype == DType::bf16 ? f32_to_bf16(1e4f) : f32_to_f16(1e4f);
+  EXPECT_FALSE(verify(set).ok);
+  if (set.op().kind != OpKind::mla_decode) {
+    EXPECT_FALSE(verify(set, 0).ok);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, VerifyEveryKind,
+                         ::testing::Values("gemm:m=5,n=33,k=70,dtype=fp32", "gemm:m=1,n=17,k=300,dtype=bf16",
+                                           "gemm:m=3,n=130,k=257,dtype=fp8", "gemm:m=4,n=9,k=1,dtype=fp16",
+                                           "batched_gemm:batch=3,m=4,n=5,k=6,dtype=fp32",
+                                           "grouped_gemm:groups=5,m=3,n=7,k=9,dtype=bf16,skew=1",
+                                           "grouped_gemm:groups=4,m=3,n=7,k=130,dtype=fp8,skew=1,layout=masked",
+                                           "mla_decode:b=2,s=70,h=3,dtype=bf16", "mla_decode:b=2,s=65,h=2,dtype=fp8,s_q=2",
+                                           "mla_decode:b=1,s=10,h=2,dtype=fp32"));
+
+TEST(Verify, NanInOutputFailsHard) {
+  TensorSet set(Op::parse("gemm:m=4,n=4,k=4,dtype=fp32"));
+  fill_inputs(set, 3);
+  reference_into(set);
+  ASSERT_TRUE(verify(set).ok);
+  set["c"].as<float>()[5] = std::nanf("");
+  const auto v = verify(set);
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.detail.find("non-finite"), std::string::npos);
+}
+
+TEST(Verify, GuardOverwriteFails) {
+  TensorSet set(Op::parse("gemm:m=4,n=4,k=4,dtype=fp32"));
+  fill_inputs(set, 3);
+  reference_into(set);
+  set["c"].as<float>()[16] = 0;
+  EXPECT_NE(verify(set).detail.find("guard"), std::string::npos);
+}
+
+TEST(Verify, MlaCachePoisonAndEmptySequences) {
+  TensorSet set(Op::parse("mla_decode:b=3,s=130,h=2,dtype=bf16"));
+  fill_inputs(set, 9);
+  auto* sl = set["seqlens"].as<std::int32_t>();
+  sl[0] = 0, sl[1] = 1;  // ragged: empty, one token, full
+  fill_mla_cache(set, 10);
+  reference_into(set);
+  EXPECT_TRUE(verify(set).ok);
+  EXPECT_TRUE(std::isinf(set["lse"].as<float>()[0]));
+  // Slots past each sequence hold NaN: a kernel that reads them fails.
+  const auto* bt = set["block_table"].as<std::int32_t>();
+  const double poisoned = load_value(set["kcache"], (bt[1 * 3] * 64 + 5) * 576);
+  EXPECT_TRUE(std::isnan(poisoned));
+}
+
+TEST(Results, RoundTripAndSchemaErrors) {
+  ResultsFile f;
+  f.created = "2026-11-30T00:00:00Z";
+  f.machine.cpu_model = "test cpu";
+  f.machine.threads = 2;
+  f.machine.roofline = {0.19, 17.7, "probe"};
+  Result r;
+  r.op = {Op::parse("gemm:m=8,n=64,k=64,dtype=fp32"), {"m", "qkv", "decode", 8, 1024, 32}};
+  r.backend = "openblas", r.median_s = 1e-5, r.min_s = 9e-6, r.reps = 10, r.flops = r.op.op.flops();
+  r.tflops = 0.01, r.efficiency = 0.5, r.verified = true;
+  Result u = r;
+  u.backend = "onednn", u.status = "unsupported", u.reason = "bf16 not on this CPU";
+  f.results = {r, u};
+  const auto dir = std::filesystem::temp_directory_path() / "attain_test_results";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "r.json";
+  write_results(file, f);
+  const auto g = read_results(file);
+  ASSERT_EQ(g.results.size(), 2u);
+  EXPECT_EQ(g.results[0].op.op.spec(), r.op.op.spec());
+  EXPECT_EQ(g.results[0].op.prov.layer, "qkv");
+  EXPECT_EQ(g.results[0].op.prov.count, 32);
+  EXPECT_DOUBLE_EQ(g.results[0].median_s, 1e-5);
+  EXPECT_EQ(g.results[1].status, "unsupported");
+  EXPECT_EQ(g.results[1].reason, "bf16 not on this CPU");
+  EXPECT_DOUBLE_EQ(g.machine.roofline.bw_gbps, 17.7);
+
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir / "bad.json") << text;
+    try {
+      read_results(dir / "bad.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(write("{\"schema\": \"attain.results/2\", \"results\": []}").find("not supported"), std::string::npos);
+  EXPECT_NE(write("{\"schema\": \"attain.results/1\", \"machine\": {}, \"resu").find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(write("{\"machine\": {}, \"results\": []}").find("'schema'"), std::string::npos);
+  EXPECT_NE(write(R"({"schema": "attain.results/1", "machine": {}, "results": [{"op": {"spec": "gemm:m=0,n=1,k=1,dtype=fp32"}, "backend": "x", "status": "ok"}]})")
+                .find("must be positive"),
+            std::string::npos);
+  EXPECT_THROW(read_results(dir / "missing.json"), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Aggregates, GeomeanMedianQuartiles) {
+  const auto a = aggregate({1, 4, 16, 0, -1});  // non-positive values are ignored
+  EXPECT_EQ(a.count, 3u);
+  EXPECT_NEAR(a.geomean, 4.0, 1e-12);
+  EXPECT_NEAR(a.median, 4.0, 1e-12);
+  EXPECT_NEAR(a.q1, 2.5, 1e-12);
+  EXPECT_NEAR(a.q3, 10.0, 1e-12);
+}
+
+TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {
+  std::vector<Result> rs;
+  for (int i = 0; i < 3; ++i) {
+    Result a;
+    a.op = {Op::parse("gemm:m=" + std::to_string(i + 1) + ",n=8,k=8,dtype=fp32"), {"", "", "decode", 1, 0, 1}};
+    a.backend = "x", a.median_s = 1.0, a.efficiency = 0.5;
+    Result b = a;
+    b.backend = "y", b.median_s = 2.0, b.efficiency = 0.25;
+    rs.push_back(a), rs.push_back(b);
+  }
+  const auto s = summarize(rs, {"x", "y"});
+  EXPECT_NEAR(s.speed_ratio.at("x/y").geomean, 2.0, 1e-12);
+  EXPECT_NEAR(s.efficiency.at("x").at("all").geomean, 0.5, 1e-12);
+  EXPECT_NEAR(s.efficiency.at("y").at("phase=decode").geomean, 0.25, 1e-12);
+}
+
+namespace {
+struct SleepKernel : Kernel {
+  int runs = 0;
+  void run() override {
+    ++runs;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+};
+}  // namespace
+
+TEST(Timing, RotatesWarmsUpAndReportsTheMedian) {
+  SleepKernel a, b;
+  std::vector<Kernel*> ks = {&a, &b};
+  TimingConfig cfg;
+  cfg.max_seconds = 0.02;
+  cfg.llc_bytes = 1 << 20;
+  const Timing t = time_kernels(ks, 4 << 20, cfg);  // 8 MiB of sets > 2x LLC: rotation, no flush
+  EXPECT_GE(t.reps, cfg.min_reps);
+  EXPECT_GE(t.median_s, 150e-6);
+  EXPECT_LE(t.min_s, t.median_s);
+  EXPECT_GE(a.runs, 2);  // warm-up + timed
+  EXPECT_GE(b.runs, 2);
+  EXPECT_EQ(rotation_sets(1 << 20, cfg), 2);
+  cfg.hot = true;
+  EXPECT_EQ(rotation_sets(1 << 10, cfg), 1);
+}

@@ -1,0 +1,366 @@
+// Report page (well-formed, self-contained, one point per ok op), CSV import, projections.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "attain/report.hpp"
+
+using namespace attain;
+
+namespace {
+
+// A device built here, so the arithmetic below does not depend on the database's numbers.
+DeviceSpec test_device() {
+  DeviceSpec d;
+  d.id = "testchip";
+  d.name = "Test Chip";
+  d.kind = "npu";
+  d.peak_tflops = {{"bf16", 1000}, {"fp8", 2000}};
+  d.mem_bandwidth_gbps = 4000;
+  return d;
+}
+
+Result ok_result(const std::string& spec, const std::string& backend, double seconds,
+                 double attainable, const std::string& phase = "decode",
+                 const std::string& model = "m1") {
+  Result r;
+  r.op.op = Op::parse(spec);
+  r.op.prov = {model, "layer0.q", phase, 1, 0, 2};
+  r.backend = backend;
+  r.flops = r.op.op.flops(), r.bytes = r.op.op.bytes();
+  r.median_s = r.min_s = seconds;
+  r.tflops = r.flops / seconds / 1e12;
+  r.gbps = r.bytes / seconds / 1e9;
+  r.attainable_tflops = attainable;
+  r.efficiency = r.tflops / attainable;
+  r.verified = true;
+  return r;
+}
+
+ResultsFile host_file() {
+  ResultsFile f;
+  f.created = "2026-11-30T00:00:00Z";
+  f.command = "attain bench --suite quick";
+  f.machine.device = "host";
+  f.machine.threads = 2;
+  f.machine.roofline = {0.189, 17.7, "probe (2 threads)"};
+  const char* specs[] = {"gemm:m=8,n=512,k=512,dtype=fp32", "gemm:m=256,n=256,k=256,dtype=bf16",
+                         "grouped_gemm:groups=4,m=16,n=128,k=256,dtype=bf16",
+                         "mla_decode:b=2,s=256,h=16,dtype=bf16"};
+  double t = 1e-4;
+  for (const char* s : specs) {
+    const Op op = Op::parse(s);
+    const double att = f.machine.roofline.attainable_tflops(op);
+    f.results.push_back(ok_result(s, "attain", t, att));
+    f.results.push_back(ok_result(s, "openblas", t * 1.5, att, "prefill", "m2"));
+    t *= 2;
+  }
+  Result u;
+  u.op.op = Op::parse("gemm:m=4,n=64,k=64,dtype=fp8");
+  u.backend = "openblas";
+  u.status = "unsupported";
+  u.reason = "fp8 not supported";
+  f.results.push_back(u);
+  Result w = u;
+  w.backend = "attain";
+  w.status = "wrong";
+  w.reason = "max error <0.5> & more";
+  f.results.push_back(w);
+  return f;
+}
+
+// Balanced tags: every element closed in order; void elements and self-closing tags allowed.
+std::string check_balanced(const std::string& html) {
+  static const std::set<std::string> kVoid = {"meta",  "br",   "hr",  "img",
+                                              "input", "link", "col", "wbr"};
+  std::vector<std::string> stack;
+  std::size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    const auto end = html.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    const std::string tag = html.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty()) return "empty tag";
+    if (tag[0] == '!') continue;  // doctype
+    if (tag[0] == '/') {
+      const std::string name = tag.substr(1);
+      if (stack.empty() || stack.back() != name)
+        return "</" + name + "> closes " +
+               (stack.empty() ? std::string("nothing") : "<" + stack.back() + ">");
+      stack.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" \t\n/"));
+    if (tag.back() == '/' || kVoid.count(name)) continue;
+    if (name == "style") {  // raw text: skip to its end tag
+      const auto close = html.find("</style>", i);
+      if (close == std::string::npos) return "unclosed <style>";
+      i = close + 8;
+      continue;
+    }
+    stack.push_back(name);
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return "";
+}
+
+std::vector<std::string> roofline_svgs(const std::string& html) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while ((i = html.find("<svg class=\"chart roofline\"", i)) != std::string::npos) {
+    const auto end = html.find("</svg>", i);
+    out.push_back(html.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+std::size_t count_points(const std::string& svg) {
+  static const std::regex pt("class=\"pt( proj)?\"");
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(svg.begin(), svg.end(), pt), std::sregex_iterator()));
+}
+
+}  // namespace
+
+TEST(Report, WellFormedSelfContainedOnePointPerOkOp) {
+  ResultsFile proj = project_ops(suite("quick"), test_device(), efficiency_uniform(0.6));
+  proj.machine.device = "testchip";
+  std::size_t proj_ok = 0;
+  for (const auto& r : proj.results) proj_ok += r.status == "ok";
+  ASSERT_GT(proj_ok, 10u);
+  const ReportModel m = build_report_model({{"host", host_file()}, {"proj", proj}});
+  const std::string html = render_report_html(m, {"t & <title>", "2026-11-30T00:00:00Z", 10});
+  EXPECT_EQ(check_balanced(html), "");
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("t &amp; &lt;title&gt;"), std::string::npos);
+  EXPECT_NE(html.find("max error &lt;0.5&gt; &amp; more"), std::string::npos)
+      << "reasons are escaped";
+  const auto svgs = roofline_svgs(html);
+  ASSERT_EQ(svgs.size(), 2u);
+  EXPECT_EQ(count_points(svgs[0]), 8u)
+      << "4 ops x 2 backends ran ok; unsupported/wrong are not points";
+  EXPECT_EQ(count_points(svgs[1]), proj_ok);
+  // Hover text: spec, backend, efficiency.
+  EXPECT_NE(svgs[0].find("<title>gemm:m=8,n=512,k=512,dtype=fp32\nbackend openblas"),
+            std::string::npos);
+  // Projections are marked: hollow points, banner, labels.
+  EXPECT_EQ(svgs[0].find("pt proj"), std::string::npos);
+  EXPECT_NE(svgs[1].find("class=\"pt proj\""), std::string::npos);
+  EXPECT_NE(html.find("This report contains PROJECTIONS"), std::string::npos);
+  EXPECT_NE(html.find("proj:projected:testchip"), std::string::npos);
+  // Reproduce commands for the furthest ops of the host file.
+  EXPECT_NE(
+      html.find("attain bench --op gemm:m=8,n=512,k=512,dtype=fp32 --backend attain --threads 2"),
+      std::string::npos);
+  // Pairs of three series: host:attain, host:openblas, proj:projected:testchip.
+  ASSERT_EQ(m.series.size(), 3u);
+  ASSERT_EQ(m.pairs.size(), 3u);
+  EXPECT_TRUE(m.pairs[1].projected);
+  EXPECT_FALSE(m.pairs[0].projected);
+}
+
+TEST(Report, NoUrlEvenFromUserText) {
+  ResultsFile f = host_file();
+  f.command = "attain bench see https://example.org and http://x";
+  const ReportModel m = build_report_model({{"a", f}});
+  const std::string html = render_report_html(m, {});
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(check_balanced(html), "");
+}
+
+TEST(Report, PairRatiosGeomeanQuartilesWins) {
+  ResultsFile a, b;
+  const char* specs[] = {"gemm:m=1,n=64,k=64,dtype=fp32", "gemm:m=2,n=64,k=64,dtype=fp32",
+                         "gemm:m=3,n=64,k=64,dtype=fp32", "gemm:m=4,n=64,k=64,dtype=fp32"};
+  const double ta[] = {1, 2, 4, 1}, tb[] = {2, 2, 2, 8};
+  for (int i = 0; i < 3; ++i) {
+    a.results.push_back(ok_result(specs[i], "x", ta[i], 1));
+    b.results.push_back(ok_result(specs[i], "x", tb[i], 1));
+  }
+  a.results.push_back(ok_result(specs[3], "x", ta[3], 1));  // only in a: not compared
+  const ReportModel m = build_report_model({{"A", a}, {"B", b}});
+  ASSERT_EQ(m.series.size(), 2u);
+  EXPECT_EQ(m.series[0].name, "A:x");
+  ASSERT_EQ(m.pairs.size(), 1u);
+  const ReportPair& p = m.pairs[0];
+  // time_b / time_a = 2, 1, 0.5: geomean 1, one win each, one tie.
+  EXPECT_EQ(p.ratio.count, 3u);
+  EXPECT_NEAR(p.ratio.geomean, 1.0, 1e-12);
+  EXPECT_NEAR(p.ratio.q1, 0.75, 1e-12);
+  EXPECT_NEAR(p.ratio.q3, 1.5, 1e-12);
+  EXPECT_EQ(p.wins_a, 1u);
+  EXPECT_EQ(p.wins_b, 1u);
+  EXPECT_EQ(p.ties, 1u);
+  const auto j = report_summary_json(m);
+  EXPECT_EQ(j["pairs"][0]["a"], "A:x");
+  EXPECT_EQ(j["series"][0]["points"], 4);
+}
+
+TEST(Import, ColumnsAnyOrderTimesAndTflops) {
+  const DeviceSpec d = test_device();
+  const std::string csv =
+      "# measured elsewhere\n"
+      "Model,tflops,dtype,K,n,m,time_us,layer,extra\n"
+      "dsv3,,bf16,4096,4096,4096,274.877906944,mlp.up,z\n"
+      "\n"
+      "dsv3,1.5,bf16,4096,4096,1,,attn.q,z\n"
+      "\"q,uoted\",,fp8,128,256,4,2.0,x,z\n";
+  const ImportOutcome o = import_csv(csv, d, {"amd", "t.csv"});
+  EXPECT_TRUE(o.skipped.empty()) << o.skipped[0].message;
+  ASSERT_EQ(o.file.results.size(), 3u);
+  EXPECT_EQ(o.ignored_columns, std::vector<std::string>{"extra"});
+  EXPECT_EQ(o.file.machine.device, "testchip");
+  EXPECT_DOUBLE_EQ(o.file.machine.roofline.peak_tflops, 1000);
+  // Row 1: 2*4096^3 FLOPs in 274.877906944 us = 500 TFLOP/s; compute-bound -> attainable 1000.
+  const Result& r = o.file.results[0];
+  EXPECT_EQ(r.backend, "amd");
+  EXPECT_EQ(r.op.prov.model, "dsv3");
+  EXPECT_EQ(r.op.prov.layer, "mlp.up");
+  EXPECT_NEAR(r.tflops, 500, 1e-6);
+  EXPECT_NEAR(r.attainable_tflops, 1000, 1e-9);
+  EXPECT_NEAR(r.efficiency, 0.5, 1e-9);
+  EXPECT_FALSE(r.verified);
+  EXPECT_FALSE(r.projected);
+  // Row 2 (line 5): from tflops; memory-bound: attainable = flops/bytes x 4000 GB/s.
+  const Result& r2 = o.file.results[1];
+  const double flops = 2.0 * 4096 * 4096, bytes = (4096.0 + 4096.0 * 4096 + 4096) * 2;
+  EXPECT_NEAR(r2.median_s, flops / 1.5e12, 1e-15);
+  EXPECT_NEAR(r2.attainable_tflops, flops / bytes * 4000 / 1e3, 1e-9);
+  EXPECT_EQ(o.file.results[2].op.prov.model, "q,uoted");
+  EXPECT_EQ(o.file.results[2].op.op.dtype, DType::fp8);
+}
+
+TEST(Import, MalformedRowsReportedWithLineNumbers) {
+  const DeviceSpec d = test_device();
+  const std::string csv =
+      "m,n,k,dtype,time_us\n"      // line 1
+      "8,4096,7168,bf16,20\n"      // 2 ok
+      "x,4096,7168,bf16,20\n"      // 3 bad m
+      "8,4096,7168,bf16\n"         // 4 too few fields
+      "8,4096,7168,fp32,20\n"      // 5 device lists no fp32
+      "8,4096,7168,int4,20\n"      // 6 unknown dtype
+      "8,4096,7168,bf16,-3\n"      // 7 negative time
+      "8,4096,7168,bf16,\n"        // 8 no time
+      "8,4096,7168,bf16,0.001\n";  // 9 ok but above the roofline: warning
+  const ImportOutcome o = import_csv(csv, d, {"imported", "bad.csv"});
+  ASSERT_EQ(o.file.results.size(), 2u);
+  ASSERT_EQ(o.skipped.size(), 6u);
+  const std::size_t lines[] = {3, 4, 5, 6, 7, 8};
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(o.skipped[i].line, lines[i]) << o.skipped[i].message;
+  EXPECT_NE(o.skipped[0].message.find("m 'x'"), std::string::npos);
+  EXPECT_NE(o.skipped[1].message.find("4 fields"), std::string::npos);
+  EXPECT_NE(o.skipped[2].message.find("fp32"), std::string::npos);
+  EXPECT_NE(o.skipped[3].message.find("int4"), std::string::npos);
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.warnings[0].line, 9u);
+}
+
+TEST(Import, ClearErrors) {
+  const DeviceSpec d = test_device();
+  auto msg = [&](const std::string& csv) {
+    try {
+      import_csv(csv, d, {"imported", "f.csv"});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg("").find("empty"), std::string::npos);
+  EXPECT_NE(msg("\n# only a comment\n\n").find("empty"), std::string::npos);
+  EXPECT_NE(msg("m,n,k,dtype,time_us\n").find("no data rows"), std::string::npos);
+  EXPECT_NE(msg("m,n,dtype,time_us\n1,2,bf16,3\n").find("missing required column(s): k"),
+            std::string::npos);
+  EXPECT_NE(msg("m,n,k,dtype\n1,2,3,bf16\n").find("time_us or tflops"), std::string::npos);
+  const std::string none = msg("m,n,k,dtype,tflops\na,2,3,bf16,4\n1,2,3,bf16,zz\n");
+  EXPECT_NE(none.find("no row could be imported"), std::string::npos);
+  EXPECT_NE(none.find("line 2"), std::string::npos);
+  EXPECT_NE(none.find("line 3"), std::string::npos);
+  EXPECT_NE(msg("m,n,k,dtype,time_us,tflops\n4096,4096,4096,bf16,274.877906944,900\n")
+                .find("but tflops says 900"),
+            std::string::npos);
+}
+
+TEST(Import, GroupedGemm) {
+  const ImportOutcome o = import_csv(
+      "kind,groups,m,n,k,dtype,time_us\ngrouped_gemm,8,32,4096,7168,fp8,100\ngrouped_gemm,,32,4096,"
+      "7168,fp8,100\n",
+      test_device(), {});
+  ASSERT_EQ(o.file.results.size(), 1u);
+  EXPECT_EQ(o.file.results[0].op.op.spec(),
+            Op::parse("grouped_gemm:groups=8,m=32,n=4096,k=7168,dtype=fp8").spec());
+  ASSERT_EQ(o.skipped.size(), 1u);
+  EXPECT_EQ(o.skipped[0].line, 3u);
+}
+
+TEST(Project, ArithmeticByHand) {
+  std::vector<CatalogOp> ops = {
+      {Op::parse("gemm:m=4096,n=4096,k=4096,dtype=bf16"), {"m", "l", "prefill", 4096, 0, 1}},
+      {Op::parse("gemm:m=1,n=4096,k=4096,dtype=bf16"), {"m", "l", "decode", 1, 0, 1}},
+      {Op::parse("gemm:m=1,n=64,k=64,dtype=fp32"), {"m", "l", "decode", 1, 0, 1}}};
+  const ResultsFile f = project_ops(ops, test_device(), efficiency_uniform(0.5));
+  ASSERT_EQ(f.results.size(), 3u);
+  for (const auto& r : f.results) {
+    EXPECT_TRUE(r.projected);
+    EXPECT_EQ(r.backend, "projected:testchip");
+  }
+  // Compute-bound: 2*4096^3 FLOPs at 1000 TFLOP/s x 0.5 = 274.877906944 us.
+  EXPECT_EQ(f.results[0].status, "ok");
+  EXPECT_NEAR(f.results[0].median_s, 274.877906944e-6, 1e-15);
+  EXPECT_NEAR(f.results[0].tflops, 500, 1e-9);
+  // Memory-bound: time = bytes / (4000 GB/s x 0.5) = 33,570,816 B / 2e12 B/s.
+  EXPECT_NEAR(f.results[1].median_s, 33570816.0 / 2e12, 1e-15);
+  EXPECT_NEAR(f.results[1].efficiency, 0.5, 1e-12);
+  // The device lists no fp32: recorded as unsupported, not dropped.
+  EXPECT_EQ(f.results[2].status, "unsupported");
+  EXPECT_NE(f.results[2].reason.find("fp32"), std::string::npos);
+  EXPECT_EQ(f.machine.device, "testchip");
+  // Round trip keeps the projection flag.
+  const ResultsFile back = results_from_json(to_json(f), "mem");
+  EXPECT_TRUE(back.results[0].projected);
+}
+
+TEST(Project, LikeTakesGeomeansByKindAndPhase) {
+  ResultsFile measured;
+  auto add = [&](const char* spec, const char* phase, double eff) {
+    Result r = ok_result(spec, "attain", 1e-3, 1, phase);
+    r.efficiency = eff;
+    measured.results.push_back(r);
+  };
+  add("gemm:m=1,n=64,k=64,dtype=bf16", "decode", 0.2);
+  add("gemm:m=2,n=64,k=64,dtype=bf16", "decode", 0.8);  // gemm decode geomean 0.4
+  add("gemm:m=512,n=64,k=64,dtype=bf16", "prefill", 0.9);
+  add("grouped_gemm:groups=2,m=4,n=64,k=64,dtype=bf16", "prefill", 0.5);
+  const EfficiencyModel e = efficiency_like(measured, "", "x.json");
+  std::string basis;
+  EXPECT_NEAR(
+      e.for_op({Op::parse("gemm:m=3,n=64,k=64,dtype=bf16"), {"", "", "decode", 1, 0, 1}}, &basis),
+      0.4, 1e-12);
+  EXPECT_EQ(basis, "kind=gemm,phase=decode");
+  // No grouped decode measured: falls back to the kind's geomean.
+  EXPECT_NEAR(e.for_op({Op::parse("grouped_gemm:groups=2,m=1,n=64,k=64,dtype=bf16"),
+                        {"", "", "decode", 1, 0, 1}},
+                       &basis),
+              0.5, 1e-12);
+  EXPECT_EQ(basis, "kind=grouped_gemm");
+  // No mla at all: the phase.
+  EXPECT_NEAR(
+      e.for_op({Op::parse("mla_decode:b=1,s=64,h=16,dtype=bf16"), {"", "", "decode", 1, 0, 1}},
+               &basis),
+      0.4, 1e-12);
+  EXPECT_EQ(basis, "phase=decode");
+  // Projections cannot serve as the measured basis; bad figures are refused.
+  measured.results[0].projected = true;
+  EXPECT_THROW(efficiency_like(measured, "", "x.json"), InputError);
+  EXPECT_THROW(efficiency_like(measured, "nope", "x.json"), InputError);
+  EXPECT_THROW(efficiency_uniform(0), InputError);
+  EXPECT_THROW(efficiency_uniform(1.5), InputError);
+  EXPECT_NO_THROW(efficiency_uniform(1.0));
+}
