@@ -471,7 +471,7 @@ Schedule resolve(const Params& p) {
     s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
   }
   s.nc = static_cast<int>(round_up(s.nc, f.nr));
-  if (s.decode_k_tile == 0) s.decode_k_tile = 512;
+  if (s.decode_k_tile == 0) s.decode_k_tile = 1024;  // 2-4 KiB per W row ahead at 2 stages
   if (s.path == Path::decode) {
     s.threads_m = 1;
     s.threads_n = p.threads;

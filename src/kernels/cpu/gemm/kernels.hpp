@@ -53,7 +53,7 @@ struct DecodeArgs {
   std::int64_t ldo = 0;
   const float* e4m3 = nullptr;  // decode table (K tails)
   int stages = 2;               // prefetch distance in k tiles (1 = none)
-  std::int64_t k_tile = 512;    // K elements per pipeline tile (multiple of 128)
+  std::int64_t k_tile = 1024;   // K elements per pipeline tile (multiple of 128)
   float* scratch = nullptr;     // >= decode_scratch_floats(k_tile) floats, 64-byte aligned
 };
 using Decode = void (*)(const DecodeArgs& args);

@@ -107,6 +107,30 @@ struct Stream {
     return T == DType::f32 ? 4 : (T == DType::fp8 ? 1 : 2);
   }
 
+  // The ahead tile's rows, shifted so that element p of the current tile maps to the same
+  // offset in the ahead tile (missing rows repeat row 0); null: nothing to prefetch.
+  struct PrefetchRows {
+    const char* row[NB] = {};
+    bool on = false;
+  };
+  template <DType T>
+  static PrefetchRows prefetch_rows(const Ahead* ahead, std::int64_t k0) {
+    PrefetchRows r;
+    if (ahead == nullptr || ahead->nb == 0) return r;
+    r.on = true;
+    for (int j = 0; j < NB; ++j)
+      r.row[j] = ahead->rows[j < ahead->nb ? j : 0] + (ahead->k0 - k0) * esize<T>();
+    return r;
+  }
+  // One prefetch per 64-byte line of each ahead row (steps smaller than a line skip).
+  template <DType T>
+  static void prefetch_ahead(const PrefetchRows& pf, std::int64_t p) {
+    constexpr std::int64_t step = L * esize<T>();
+    if (!pf.on || ((p * esize<T>()) & 63) >= step) return;
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) __builtin_prefetch(pf.row[j] + p * esize<T>(), 0, 3);
+  }
+
   // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
   // a[i0+i][p] * w[j0+j][p], for MBc rows of A and NBc rows of W. W comes from its storage
   // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
@@ -122,6 +146,7 @@ struct Stream {
       rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
     const float* arow[MBc];
     for (int i = 0; i < MBc; ++i) arow[i] = g.a + (i0 + i) * g.lda;
+    const PrefetchRows pf = prefetch_rows<T>(ahead, k0);
 
     for (std::int64_t b0 = k0; b0 < k1;) {
       // fp8 block scales change every 128 K: one segment per scale block.
@@ -133,9 +158,7 @@ struct Stream {
           sc[j] =
               S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
       for (std::int64_t p = b0; p < b1; p += L) {
-        if (ahead != nullptr)
-          for (int j = 0; j < ahead->nb; ++j)
-            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
+        prefetch_ahead<T>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
         for (int j = 0; j < NBc; ++j) {
@@ -204,6 +227,7 @@ struct Stream {
     const std::byte* rows[NB];
     for (int j = 0; j < nb; ++j)
       rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
+    const PrefetchRows pf = prefetch_rows<T>(ahead, k0);
     for (std::int64_t b0 = k0; b0 < k1;) {
       const std::int64_t b1 = T == DType::fp8 ? std::min(k1, (b0 / kFp8Block + 1) * kFp8Block) : k1;
       V sc[NB];
@@ -212,9 +236,7 @@ struct Stream {
           sc[j] =
               S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
       for (std::int64_t p = b0; p < b1; p += L) {
-        if (ahead != nullptr)
-          for (int j = 0; j < ahead->nb; ++j)
-            __builtin_prefetch(ahead->rows[j] + (ahead->k0 + p - k0) * esize<T>(), 0, 3);
+        prefetch_ahead<T>(pf, p);
         for (int j = 0; j < nb; ++j) {
           V v = vec<T>(rows[j], p);
           if constexpr (T == DType::fp8) v = S::mul(v, sc[j]);
