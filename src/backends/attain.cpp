@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attain/gemm.hpp"
+#include "attain/mla.hpp"
 #include "backends/backends.hpp"
 
 namespace attain::backends {
@@ -80,14 +81,17 @@ class AttainBackend final : public Backend {
                        gemm::isa_name(gemm::detected_isa()));
   }
   Support supports(const Op& op) const override {
-    if (op.kind == OpKind::mla_decode) return Support::no("mla_decode kernel not wired yet");
     if (!is_op_dtype(op.dtype)) return Support::no("dtype not supported");
+    if (op.kind == OpKind::mla_decode && op.dtype == DType::f16)
+      return Support::no("mla_decode has bf16, fp8 and fp32 caches");
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions& opt) override {
     const Support s = supports(set.op());
     if (!s.ok) throw InputError("attain backend: " + s.reason);
     if (opt.stages < 1 || opt.stages > 8) throw InputError("attain backend: --stages must be 1..8");
+    // MLA decode runs the FlashMLA-style kernel (src/kernels/cpu/attention), GEMMs the engine.
+    if (set.op().kind == OpKind::mla_decode) return make_mla_kernel(set, opt);
     return std::make_unique<AttainKernel>(set, opt);
   }
 };

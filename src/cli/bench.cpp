@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "attain/bench.hpp"
+#include "attain/moe.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
 
@@ -98,7 +99,18 @@ const bool registered = add_command([](CLI::App& app) {
       fmt::print("attain bench: {} ops x {} backends, {} threads, {} cache; roofline {:.1f} GFLOP/s, {:.1f} GB/s ({})\n",
                  ops.size(), cfg.backends.size(), cfg.run.threads, cfg.timing.hot ? "hot" : "cold",
                  roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
-    rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
+    // Under mpirun the ops are sharded round robin over the ranks (one rank per host), and
+    // rank 0 gathers every result in the suite's order and writes the one results file.
+    std::unique_ptr<moe::MpiSession> mpi;
+    if (moe::launched_by_mpirun()) {
+      mpi = std::make_unique<moe::MpiSession>();
+      cfg.progress = cfg.progress && mpi->rank() == 0;
+      rf.results = moe::run_bench_sharded(ops, cfg, roof, &rf.machine.libraries);
+      if (mpi->rank() != 0) return 0;
+      rf.config["ranks"] = mpi->size();
+    } else {
+      rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
+    }
     const Summary sum = summarize(rf.results, cfg.backends);
     if (!o->out.empty()) write_results(o->out, rf);
     if (o->json) {
