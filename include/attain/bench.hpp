@@ -33,6 +33,10 @@ struct Timing {
 // Warm-up runs first (not timed).
 Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set, const TimingConfig& cfg);
 
+// The LLC size cold-cache timing works with: the probe's L3, kept within 8..64 MiB (virtual
+// machines can report the whole socket's L3 to a guest that owns a slice of it).
+std::int64_t timing_llc_bytes(const HostCeilings& host);
+
 // How many input sets cold-cache timing needs for an op of this footprint.
 int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg);
 

@@ -46,6 +46,11 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
+std::int64_t timing_llc_bytes(const HostCeilings& host) {
+  if (host.l3_bytes <= 0) return TimingConfig{}.llc_bytes;
+  return std::clamp<std::int64_t>(host.l3_bytes, 8 << 20, 64 << 20);
+}
+
 int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg) {
   if (cfg.hot || bytes_per_set == 0) return 1;
   const double need = 2.0 * static_cast<double>(cfg.llc_bytes);

@@ -75,9 +75,7 @@ const bool registered = add_command([](CLI::App& app) {
     cfg.progress = !o->no_progress && !o->json;
 
     const HostCeilings host = probe_host(false, !o->json);
-    // Virtual machines can report the whole socket's L3 (hundreds of MiB) to a guest that
-    // owns a slice of it; the flush is sized from the probe but kept within 8..64 MiB.
-    if (host.l3_bytes > 0) cfg.timing.llc_bytes = std::clamp<std::int64_t>(host.l3_bytes, 8 << 20, 64 << 20);
+    cfg.timing.llc_bytes = timing_llc_bytes(host);
     const Roofline roof = host_roofline(host, cfg.run.threads);
 
     ResultsFile rf;

@@ -147,7 +147,7 @@ int run(const Args& a) {
                       : op.dtype == DType::bf16 && roof->bf16_peak_tflops > 0
                           ? roof->bf16_peak_tflops
                           : roof->peak_tflops;
-  if (hc.l3_bytes > 0) tc.llc_bytes = hc.l3_bytes;
+  tc.llc_bytes = timing_llc_bytes(hc);
 
   double flops = 0, bytes = 0;
   mla_counts(op, sl, &flops, &bytes);
