@@ -67,9 +67,14 @@ TEST(AttainBackend, VersionAndSupport) {
   ASSERT_TRUE(be);
   EXPECT_EQ(be->name(), "attain");
   EXPECT_NE(be->version().find("attain 0.1.0 ("), std::string::npos) << be->version();
-  const Support s = be->supports(Op::parse("mla_decode:b=2,s=64,h=16,dtype=bf16"));
-  EXPECT_FALSE(s.ok);
-  EXPECT_EQ(s.reason, "mla_decode kernel not wired yet");
+  // mla_decode runs the MLA kernel through the same backend (bf16, fp8 and fp32 caches).
+  EXPECT_TRUE(be->supports(Op::parse("mla_decode:b=2,s=64,h=16,dtype=bf16")).ok);
+  TensorSet set(Op::parse("mla_decode:b=2,s=70,h=4,dtype=fp8"));
+  fill_inputs(set, 5);
+  poison_outputs(set);
+  be->prepare(set, RunOptions{})->run();
+  const auto v = verify(set);
+  EXPECT_TRUE(v.ok) << v.detail;
 }
 
 // Construction binds pointers only: inputs written after prepare() are the ones used.
