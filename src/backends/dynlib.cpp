@@ -45,9 +45,10 @@ extern "C" const char* __lsan_default_options() {
   return "use_tls=0";
 }
 // Without the TLS scan, per-thread state that the comparison libraries' OpenMP runtimes keep
-// only in thread-local storage looks leaked; those allocations are theirs, not attain's.
+// only in thread-local storage looks leaked (as does glibc's per-thread dlerror() message);
+// those allocations are theirs, not attain's.
 extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libgomp.so\nleak:libblis.so\nleak:libopenblas\nleak:libdnnl.so\n";
+  return "leak:libgomp.so\nleak:libblis.so\nleak:libopenblas\nleak:libdnnl.so\nleak:_dlerror_run\nleak:_dl_exception_create\n";
 }
 #endif
 
