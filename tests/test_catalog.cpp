@@ -40,8 +40,10 @@ TEST(Catalog, DeepSeekV3Decode) {
   EXPECT_EQ(spec("gate_up"), "gemm:m=8,n=36864,k=7168,dtype=fp8");
   EXPECT_EQ(spec("down"), "gemm:m=8,n=7168,k=18432,dtype=fp8");
   EXPECT_EQ(spec("router"), "gemm:m=8,n=256,k=7168,dtype=bf16");
-  EXPECT_EQ(spec("experts_gate_up"), "grouped_gemm:groups=64,m=1,n=4096,k=7168,dtype=fp8,layout=masked");
-  EXPECT_EQ(spec("experts_down"), "grouped_gemm:groups=64,m=1,n=7168,k=2048,dtype=fp8,layout=masked");
+  EXPECT_EQ(spec("experts_gate_up"),
+            "grouped_gemm:groups=64,m=1,n=4096,k=7168,dtype=fp8,layout=masked");
+  EXPECT_EQ(spec("experts_down"),
+            "grouped_gemm:groups=64,m=1,n=7168,k=2048,dtype=fp8,layout=masked");
   EXPECT_EQ(spec("mla_decode"), "mla_decode:b=8,s=4096,h=128,dtype=fp8");
   EXPECT_EQ(spec("lm_head"), "gemm:m=8,n=129280,k=7168,dtype=bf16");
   EXPECT_EQ(ops.at("q_b").prov.count, 61);
@@ -54,8 +56,10 @@ TEST(Catalog, DeepSeekV3Decode) {
 }
 
 TEST(Catalog, DeepSeekV3PrefillUsesContiguousExperts) {
-  const auto ops = by_layer(model_ops(load_bundled_model("deepseek-v3"), {"prefill", 512, 512, DType::bf16}));
-  EXPECT_EQ(ops.at("experts_gate_up").op.spec(), "grouped_gemm:groups=256,m=16,n=4096,k=7168,dtype=bf16");
+  const auto ops =
+      by_layer(model_ops(load_bundled_model("deepseek-v3"), {"prefill", 512, 512, DType::bf16}));
+  EXPECT_EQ(ops.at("experts_gate_up").op.spec(),
+            "grouped_gemm:groups=256,m=16,n=4096,k=7168,dtype=bf16");
   EXPECT_EQ(ops.at("attn_qk").op.spec(), "batched_gemm:batch=128,m=512,n=512,k=192,dtype=bf16");
   EXPECT_EQ(ops.at("attn_pv").op.spec(), "batched_gemm:batch=128,m=512,n=128,k=512,dtype=bf16");
 }
@@ -81,11 +85,14 @@ TEST(Catalog, Mixtral) {
   const auto p = by_layer(model_ops(cfg, {"prefill", 512, 512, DType::bf16}));
   EXPECT_EQ(p.at("qkv").op.spec(), "gemm:m=512,n=6144,k=4096,dtype=bf16");
   EXPECT_EQ(p.at("router").op.spec(), "gemm:m=512,n=8,k=4096,dtype=bf16");
-  EXPECT_EQ(p.at("experts_gate_up").op.spec(), "grouped_gemm:groups=8,m=128,n=28672,k=4096,dtype=bf16");
-  EXPECT_EQ(p.at("experts_down").op.spec(), "grouped_gemm:groups=8,m=128,n=4096,k=14336,dtype=bf16");
+  EXPECT_EQ(p.at("experts_gate_up").op.spec(),
+            "grouped_gemm:groups=8,m=128,n=28672,k=4096,dtype=bf16");
+  EXPECT_EQ(p.at("experts_down").op.spec(),
+            "grouped_gemm:groups=8,m=128,n=4096,k=14336,dtype=bf16");
   EXPECT_EQ(p.count("gate_up"), 0u);  // no dense MLP layers
   const auto d = by_layer(model_ops(cfg, {"decode", 1, 4096, DType::bf16}));
-  EXPECT_EQ(d.at("experts_gate_up").op.spec(), "grouped_gemm:groups=2,m=1,n=28672,k=4096,dtype=bf16,layout=masked");
+  EXPECT_EQ(d.at("experts_gate_up").op.spec(),
+            "grouped_gemm:groups=2,m=1,n=28672,k=4096,dtype=bf16,layout=masked");
   EXPECT_NEAR(cfg.params() / 1e9, 46.7, 0.5);
   EXPECT_NEAR(cfg.active_params() / 1e9, 12.9, 0.5);
 }
@@ -133,7 +140,8 @@ TEST(Catalog, SuitesAreExactDeterministicAndUnique) {
     strata.insert(std::string(dtype_name(e.op.dtype)));
   }
   for (const char* s : {"gemmdecode", "gemmprefill", "batched_gemmdecode", "batched_gemmprefill",
-                        "grouped_gemmdecode", "grouped_gemmprefill", "mla_decodedecode", "fp32", "bf16", "fp16", "fp8"})
+                        "grouped_gemmdecode", "grouped_gemmprefill", "mla_decodedecode", "fp32",
+                        "bf16", "fp16", "fp8"})
     EXPECT_TRUE(strata.count(s)) << s;
   EXPECT_THROW(suite("nope"), InputError);
 }
@@ -142,20 +150,27 @@ TEST(Catalog, ConfigErrorsNameTheField) {
   EXPECT_NE(msg_of("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(msg_of("[]").find("JSON object"), std::string::npos);
   EXPECT_NE(msg_of(R"({"hidden_size": 8})").find("'model_type'"), std::string::npos);
-  EXPECT_NE(msg_of(R"({"model_type": "bert"})").find("unknown model_type 'bert'"), std::string::npos);
-  const std::string base = R"("model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "vocab_size": 100,
+  EXPECT_NE(msg_of(R"({"model_type": "bert"})").find("unknown model_type 'bert'"),
+            std::string::npos);
+  const std::string base =
+      R"("model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "vocab_size": 100,
       "num_attention_heads": 32, "intermediate_size": 1000)";
   EXPECT_NE(msg_of("{" + base + "}").find("'num_key_value_heads'"), std::string::npos);
-  EXPECT_NE(msg_of("{" + base + R"(, "num_key_value_heads": 5})").find("not a multiple"), std::string::npos);
-  EXPECT_NE(msg_of("{" + base + R"(, "num_key_value_heads": "8"})").find("must be an integer"), std::string::npos);
-  EXPECT_NE(msg_of(R"({"model_type": "mixtral", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 1,
+  EXPECT_NE(msg_of("{" + base + R"(, "num_key_value_heads": 5})").find("not a multiple"),
+            std::string::npos);
+  EXPECT_NE(msg_of("{" + base + R"(, "num_key_value_heads": "8"})").find("must be an integer"),
+            std::string::npos);
+  EXPECT_NE(
+      msg_of(R"({"model_type": "mixtral", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 1,
       "num_attention_heads": 1, "num_key_value_heads": 1, "intermediate_size": 8, "num_experts_per_tok": 2})")
-                .find("'num_local_experts'"),
-            std::string::npos);
-  EXPECT_NE(msg_of(R"({"model_type": "deepseek_v3", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 1,
+          .find("'num_local_experts'"),
+      std::string::npos);
+  EXPECT_NE(
+      msg_of(
+          R"({"model_type": "deepseek_v3", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 1,
       "num_attention_heads": 1, "intermediate_size": 8})")
-                .find("'kv_lora_rank'"),
-            std::string::npos);
+          .find("'kv_lora_rank'"),
+      std::string::npos);
   EXPECT_THROW(load_bundled_model("no-such-model"), InputError);
   EXPECT_THROW(load_model_config("/nonexistent/config.json"), InputError);
 }

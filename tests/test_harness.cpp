@@ -22,9 +22,12 @@ void reference_into(TensorSet& set) {
     if (!t.desc.output) continue;
     for (std::int64_t i = 0; i < t.numel(); ++i) {
       const auto x = static_cast<float>(outs[oi][static_cast<std::size_t>(i)]);
-      if (t.desc.dtype == DType::f32) t.as<float>()[i] = x;
-      else if (t.desc.dtype == DType::bf16) t.as<std::uint16_t>()[i] = f32_to_bf16(x);
-      else if (t.desc.dtype == DType::f16) t.as<std::uint16_t>()[i] = f32_to_f16(x);
+      if (t.desc.dtype == DType::f32)
+        t.as<float>()[i] = x;
+      else if (t.desc.dtype == DType::bf16)
+        t.as<std::uint16_t>()[i] = f32_to_bf16(x);
+      else if (t.desc.dtype == DType::f16)
+        t.as<std::uint16_t>()[i] = f32_to_f16(x);
     }
     ++oi;
   }
@@ -46,22 +49,27 @@ TEST_P(VerifyEveryKind, ReferencePassesAndCorruptionFails) {
   // One wrong element: scale it, the error must exceed the tolerance in both checks.
   Tensor& out = set[set.op().kind == OpKind::mla_decode ? "o" : "c"];
   const std::int64_t i = 0;
-  if (out.desc.dtype == DType::f32) out.as<float>()[i] = out.as<float>()[i] * 50 + 10;
-  else out.as<std::uint16_t>()[i] = out.desc.dtype == DType::bf16 ? f32_to_bf16(1e4f) : f32_to_f16(1e4f);
+  if (out.desc.dtype == DType::f32)
+    out.as<float>()[i] = out.as<float>()[i] * 50 + 10;
+  else
+    out.as<std::uint16_t>()[i] =
+        out.desc.dtype == DType::bf16 ? f32_to_bf16(1e4f) : f32_to_f16(1e4f);
   EXPECT_FALSE(verify(set).ok);
   if (set.op().kind != OpKind::mla_decode) {
     EXPECT_FALSE(verify(set, 0).ok);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, VerifyEveryKind,
-                         ::testing::Values("gemm:m=5,n=33,k=70,dtype=fp32", "gemm:m=1,n=17,k=300,dtype=bf16",
-                                           "gemm:m=3,n=130,k=257,dtype=fp8", "gemm:m=4,n=9,k=1,dtype=fp16",
-                                           "batched_gemm:batch=3,m=4,n=5,k=6,dtype=fp32",
-                                           "grouped_gemm:groups=5,m=3,n=7,k=9,dtype=bf16,skew=1",
-                                           "grouped_gemm:groups=4,m=3,n=7,k=130,dtype=fp8,skew=1,layout=masked",
-                                           "mla_decode:b=2,s=70,h=3,dtype=bf16", "mla_decode:b=2,s=65,h=2,dtype=fp8,s_q=2",
-                                           "mla_decode:b=1,s=10,h=2,dtype=fp32"));
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, VerifyEveryKind,
+    ::testing::Values("gemm:m=5,n=33,k=70,dtype=fp32", "gemm:m=1,n=17,k=300,dtype=bf16",
+                      "gemm:m=3,n=130,k=257,dtype=fp8", "gemm:m=4,n=9,k=1,dtype=fp16",
+                      "batched_gemm:batch=3,m=4,n=5,k=6,dtype=fp32",
+                      "grouped_gemm:groups=5,m=3,n=7,k=9,dtype=bf16,skew=1",
+                      "grouped_gemm:groups=4,m=3,n=7,k=130,dtype=fp8,skew=1,layout=masked",
+                      "mla_decode:b=2,s=70,h=3,dtype=bf16",
+                      "mla_decode:b=2,s=65,h=2,dtype=fp8,s_q=2",
+                      "mla_decode:b=1,s=10,h=2,dtype=fp32"));
 
 TEST(Verify, NanInOutputFailsHard) {
   TensorSet set(Op::parse("gemm:m=4,n=4,k=4,dtype=fp32"));
@@ -102,7 +110,8 @@ TEST(Results, RoundTripAndSchemaErrors) {
   f.created = "2026-11-30T00:00:00Z";
   f.machine.cpu_model = "test cpu";
   f.machine.threads = 2;
-  f.machine.roofline.peak_tflops = 0.19, f.machine.roofline.bw_gbps = 17.7, f.machine.roofline.source = "probe";
+  f.machine.roofline.peak_tflops = 0.19, f.machine.roofline.bw_gbps = 17.7,
+  f.machine.roofline.source = "probe";
   Result r;
   r.op = {Op::parse("gemm:m=8,n=64,k=64,dtype=fp32"), {"m", "qkv", "decode", 8, 1024, 32}};
   r.backend = "openblas", r.median_s = 1e-5, r.min_s = 9e-6, r.reps = 10, r.flops = r.op.op.flops();
@@ -133,13 +142,17 @@ TEST(Results, RoundTripAndSchemaErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(write("{\"schema\": \"attain.results/2\", \"results\": []}").find("not supported"), std::string::npos);
-  EXPECT_NE(write("{\"schema\": \"attain.results/1\", \"machine\": {}, \"resu").find("not valid JSON"),
+  EXPECT_NE(write("{\"schema\": \"attain.results/2\", \"results\": []}").find("not supported"),
             std::string::npos);
+  EXPECT_NE(
+      write("{\"schema\": \"attain.results/1\", \"machine\": {}, \"resu").find("not valid JSON"),
+      std::string::npos);
   EXPECT_NE(write("{\"machine\": {}, \"results\": []}").find("'schema'"), std::string::npos);
-  EXPECT_NE(write(R"({"schema": "attain.results/1", "machine": {}, "results": [{"op": {"spec": "gemm:m=0,n=1,k=1,dtype=fp32"}, "backend": "x", "status": "ok"}]})")
-                .find("must be positive"),
-            std::string::npos);
+  EXPECT_NE(
+      write(
+          R"({"schema": "attain.results/1", "machine": {}, "results": [{"op": {"spec": "gemm:m=0,n=1,k=1,dtype=fp32"}, "backend": "x", "status": "ok"}]})")
+          .find("must be positive"),
+      std::string::npos);
   EXPECT_THROW(read_results(dir / "missing.json"), InputError);
   std::filesystem::remove_all(dir);
 }
@@ -157,7 +170,8 @@ TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {
   std::vector<Result> rs;
   for (int i = 0; i < 3; ++i) {
     Result a;
-    a.op = {Op::parse("gemm:m=" + std::to_string(i + 1) + ",n=8,k=8,dtype=fp32"), {"", "", "decode", 1, 0, 1}};
+    a.op = {Op::parse("gemm:m=" + std::to_string(i + 1) + ",n=8,k=8,dtype=fp32"),
+            {"", "", "decode", 1, 0, 1}};
     a.backend = "x", a.median_s = 1.0, a.efficiency = 0.5;
     Result b = a;
     b.backend = "y", b.median_s = 2.0, b.efficiency = 0.25;

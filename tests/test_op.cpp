@@ -11,10 +11,11 @@
 using namespace attain;
 
 TEST(OpSpec, RoundTripsEveryKind) {
-  for (const char* s : {"gemm:m=8,n=4096,k=7168,dtype=bf16", "batched_gemm:batch=64,m=16,n=4096,k=128,dtype=fp32",
-                        "grouped_gemm:groups=256,m=32,n=4096,k=7168,dtype=fp8",
-                        "grouped_gemm:groups=8,m=3,n=64,k=32,dtype=fp16,skew=1.5,layout=masked",
-                        "mla_decode:b=64,s=4096,h=128,dtype=bf16", "mla_decode:b=2,s=100,h=16,dtype=fp8,s_q=2"}) {
+  for (const char* s :
+       {"gemm:m=8,n=4096,k=7168,dtype=bf16", "batched_gemm:batch=64,m=16,n=4096,k=128,dtype=fp32",
+        "grouped_gemm:groups=256,m=32,n=4096,k=7168,dtype=fp8",
+        "grouped_gemm:groups=8,m=3,n=64,k=32,dtype=fp16,skew=1.5,layout=masked",
+        "mla_decode:b=64,s=4096,h=128,dtype=bf16", "mla_decode:b=2,s=100,h=16,dtype=fp8,s_q=2"}) {
     const Op op = Op::parse(s);
     EXPECT_EQ(op.spec(), s);
     EXPECT_EQ(Op::parse(op.spec()), op);
@@ -38,9 +39,11 @@ TEST(OpSpec, RejectsBadInputWithAClearMessage) {
   };
   EXPECT_NE(msg("gemm:m=0,n=4,k=4,dtype=fp32").find("must be positive"), std::string::npos);
   EXPECT_NE(msg("gemm:m=-3,n=4,k=4,dtype=fp32").find("must be positive"), std::string::npos);
-  EXPECT_NE(msg("gemm:m=99999999999999999999,n=4,k=4,dtype=fp32").find("out of range"), std::string::npos);
+  EXPECT_NE(msg("gemm:m=99999999999999999999,n=4,k=4,dtype=fp32").find("out of range"),
+            std::string::npos);
   EXPECT_NE(msg("gemm:m=3000000000,n=4,k=4,dtype=fp32").find("too large"), std::string::npos);
-  EXPECT_NE(msg("gemm:m=2000000000,n=2000000000,k=4,dtype=fp32").find("too large"), std::string::npos);
+  EXPECT_NE(msg("gemm:m=2000000000,n=2000000000,k=4,dtype=fp32").find("too large"),
+            std::string::npos);
   EXPECT_NE(msg("gemm:m=4,n=4,k=4,dtype=int4").find("unknown dtype"), std::string::npos);
   EXPECT_NE(msg("conv:m=4").find("unknown op kind"), std::string::npos);
   EXPECT_NE(msg("gemm:m=4,n=4,dtype=fp32").find("missing 'k'"), std::string::npos);
@@ -48,8 +51,10 @@ TEST(OpSpec, RejectsBadInputWithAClearMessage) {
   EXPECT_NE(msg("gemm:m=4,n=4,k=4,dtype=fp32,x=1").find("unknown key 'x'"), std::string::npos);
   EXPECT_NE(msg("gemm:m=4,n=4,k=4x,dtype=fp32").find("not an integer"), std::string::npos);
   EXPECT_NE(msg("gemm m=4").find("no ':'"), std::string::npos);
-  EXPECT_NE(msg("mla_decode:b=1,s=4,h=1,dtype=fp16").find("mla_decode supports"), std::string::npos);
-  EXPECT_NE(msg("mla_decode:b=1,s=4,h=1,dtype=bf16,s_q=5").find("must not exceed"), std::string::npos);
+  EXPECT_NE(msg("mla_decode:b=1,s=4,h=1,dtype=fp16").find("mla_decode supports"),
+            std::string::npos);
+  EXPECT_NE(msg("mla_decode:b=1,s=4,h=1,dtype=bf16,s_q=5").find("must not exceed"),
+            std::string::npos);
   EXPECT_THROW(Op::gemm_shape("8x4096", DType::f32), InputError);
   EXPECT_THROW(Op::gemm_shape("8x0x4", DType::f32), InputError);
 }
@@ -62,7 +67,8 @@ TEST(OpModel, GemmFlopsAndBytes) {
   EXPECT_DOUBLE_EQ(f8.bytes(), 8 * 300 + 256 * 300 + 4.0 * (8 * 3 + 2 * 3) + 2.0 * 8 * 256);
   const Op g = Op::parse("grouped_gemm:groups=4,m=8,n=16,k=32,dtype=fp32");
   EXPECT_DOUBLE_EQ(g.flops(), 2.0 * 32 * 16 * 32);
-  EXPECT_DOUBLE_EQ(g.bytes(), 4.0 * (32 * 32 + 4 * 16 * 32 + 32 * 16) + 4.0 * 5);  // + offsets i32[5]
+  EXPECT_DOUBLE_EQ(g.bytes(),
+                   4.0 * (32 * 32 + 4 * 16 * 32 + 32 * 16) + 4.0 * 5);  // + offsets i32[5]
 }
 
 TEST(OpModel, SkewedGroupsKeepTheTotal) {
@@ -78,7 +84,8 @@ TEST(OpModel, SkewedGroupsKeepTheTotal) {
 TEST(OpModel, MlaFlopsAreCausalExact) {
   const Op one = Op::parse("mla_decode:b=2,s=100,h=4,dtype=bf16");
   EXPECT_DOUBLE_EQ(one.flops(), 2.0 * 2 * 4 * 100 * (576 + 512));
-  const Op two = Op::parse("mla_decode:b=2,s=100,h=4,dtype=bf16,s_q=2");  // queries see 99 and 100 keys
+  const Op two =
+      Op::parse("mla_decode:b=2,s=100,h=4,dtype=bf16,s_q=2");  // queries see 99 and 100 keys
   EXPECT_DOUBLE_EQ(two.flops(), 2.0 * 2 * 4 * (99 + 100) * (576 + 512));
   // Cache bytes count the s rows read, not the padding of the last block.
   const Op f8 = Op::parse("mla_decode:b=1,s=100,h=1,dtype=fp8");
@@ -103,16 +110,17 @@ TEST(Dtype, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
   EXPECT_TRUE(std::isinf(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::infinity()))));
-  for (float x : {0.0f, -2.5f, 3.140625f, 0x1p-70f, -65536.0f}) EXPECT_EQ(bf16_to_f32(f32_to_bf16(x)), x) << x;
+  for (float x : {0.0f, -2.5f, 3.140625f, 0x1p-70f, -65536.0f})
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(x)), x) << x;
 }
 
 TEST(Dtype, Fp16MatchesIeee) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);             // overflow -> Inf
-  EXPECT_EQ(f32_to_f16(5.960464477539063e-08f), 1);  // smallest subnormal
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);                // overflow -> Inf
+  EXPECT_EQ(f32_to_f16(5.960464477539063e-08f), 1);   // smallest subnormal
   EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie -> even
-  for (int h = 0; h < 0x7c00; ++h) {  // every finite positive half round-trips
+  for (int h = 0; h < 0x7c00; ++h) {                  // every finite positive half round-trips
     const float f = f16_to_f32(static_cast<std::uint16_t>(h));
     ASSERT_EQ(f32_to_f16(f), h) << h;
   }
@@ -129,6 +137,6 @@ TEST(Dtype, E4m3RoundTripsAndSaturates) {
   EXPECT_EQ(f32_to_e4m3(1000.0f), 0x7e);
   EXPECT_EQ(f32_to_e4m3(-1000.0f), 0xfe);
   EXPECT_EQ(f32_to_e4m3(std::nanf("")), 0x7f);
-  EXPECT_EQ(e4m3_to_f32(1), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(e4m3_to_f32(1), std::ldexp(1.0f, -9));     // smallest subnormal
   EXPECT_EQ(f32_to_e4m3(1.0625f), f32_to_e4m3(1.0f));  // halfway 1.0/1.125: tie to even code
 }

@@ -22,8 +22,8 @@ struct Support {
 
 struct RunOptions {
   int threads = 1;
-  int stages = 2;                   // tile pipeline depth (1 = no prefetch); attain only
-  std::string schedule = "default"; // attain only: default | auto
+  int stages = 2;                    // tile pipeline depth (1 = no prefetch); attain only
+  std::string schedule = "default";  // attain only: default | auto
 };
 
 // One op bound to one tensor set, ready to run repeatedly. Construction may

@@ -14,7 +14,7 @@
 namespace attain {
 
 struct TimingConfig {
-  double max_seconds = 0.25;   // time budget per (op, backend), timing only
+  double max_seconds = 0.25;  // time budget per (op, backend), timing only
   int min_reps = 5;
   int max_reps = 2000;
   double noise_target = 0.02;  // stop early once IQR/median falls below this (after 10 reps)
@@ -31,7 +31,8 @@ struct Timing {
 // through them is what makes the cache cold. When the sets together are smaller than twice
 // the LLC (and !hot), the LLC is flushed before each timed run, outside the timed region.
 // Warm-up runs first (not timed).
-Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set, const TimingConfig& cfg);
+Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
+                    const TimingConfig& cfg);
 
 // The LLC size cold-cache timing works with: the probe's L3, kept within 8..64 MiB (virtual
 // machines can report the whole socket's L3 to a guest that owns a slice of it).
@@ -50,11 +51,11 @@ namespace attain {
 
 struct BenchConfig {
   std::vector<std::string> backends;
-  RunOptions run;        // threads, stages, schedule
+  RunOptions run;  // threads, stages, schedule
   TimingConfig timing;
   std::uint64_t seed = 42;
-  bool progress = false;            // progress bar with ETA on stderr
-  double memory_limit_bytes = 0;    // 0: 80% of the memory available now
+  bool progress = false;          // progress bar with ETA on stderr
+  double memory_limit_bytes = 0;  // 0: 80% of the memory available now
 };
 
 // Available memory now (MemAvailable), in bytes.
@@ -62,8 +63,8 @@ double available_memory_bytes();
 
 // Measures every op on every backend: verification before timing, unsupported pairs and
 // wrong answers recorded with their reason. `libraries` receives each backend's version().
-std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg, const Roofline& roof,
-                              std::map<std::string, std::string>* libraries);
+std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                              const Roofline& roof, std::map<std::string, std::string>* libraries);
 
 // Geometric-mean aggregates.
 struct Aggregate {
@@ -77,11 +78,14 @@ struct Summary {
   std::map<std::string, std::map<std::string, Aggregate>> efficiency;
   // "a/b" -> speed ratio (time_b / time_a: > 1 means a is faster), over ops both ran
   std::map<std::string, Aggregate> speed_ratio;
-  std::map<std::string, std::map<std::string, std::size_t>> status_counts;  // backend -> status -> n
+  std::map<std::string, std::map<std::string, std::size_t>>
+      status_counts;  // backend -> status -> n
 };
-Summary summarize(const std::vector<Result>& results, const std::vector<std::string>& backend_order);
+Summary summarize(const std::vector<Result>& results,
+                  const std::vector<std::string>& backend_order);
 nlohmann::json to_json(const Summary& s);
 std::string format_summary(const Summary& s, const std::vector<std::string>& backend_order);
-std::string format_table(const std::vector<Result>& results, const std::vector<std::string>& backend_order);
+std::string format_table(const std::vector<Result>& results,
+                         const std::vector<std::string>& backend_order);
 
 }  // namespace attain

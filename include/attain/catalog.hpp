@@ -22,9 +22,10 @@ struct ModelConfig {
   std::vector<std::int64_t> mlp_only_layers;  // qwen3_moe: layers with a dense MLP
   std::int64_t n_group = 1, topk_group = 1;   // deepseek_v3 group-limited routing
   double routed_scaling_factor = 1.0;
-  std::string scoring_func = "softmax";       // "sigmoid" for deepseek_v3
+  std::string scoring_func = "softmax";  // "sigmoid" for deepseek_v3
   // MLA (deepseek_v3)
-  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0,
+               v_head_dim = 0;
   bool fp8_weights = false;  // quantization_config.quant_method == "fp8"
 
   bool is_moe() const { return experts > 0; }
@@ -45,9 +46,9 @@ std::vector<std::string> bundled_models();
 ModelConfig load_bundled_model(std::string_view name);  // accepts a stem or a path
 
 struct PassSpec {
-  std::string phase;          // "prefill" or "decode"
-  std::int64_t tokens = 0;    // prefill: tokens of one sequence; decode: batch size
-  std::int64_t context = 0;   // decode: context length; prefill: = tokens
+  std::string phase;         // "prefill" or "decode"
+  std::int64_t tokens = 0;   // prefill: tokens of one sequence; decode: batch size
+  std::int64_t context = 0;  // decode: context length; prefill: = tokens
   DType dtype = DType::bf16;
 };
 

@@ -14,13 +14,15 @@ namespace attain {
 // for index tensors (block tables, group offsets) and packed byte rows.
 enum class DType : std::uint8_t { f32, bf16, f16, fp8, i32, u8 };
 
-inline constexpr int kFp8Block = 128;         // DeepSeek-style block-scale width
-inline constexpr float kFp8Max = 448.0f;      // largest finite e4m3 value
+inline constexpr int kFp8Block = 128;     // DeepSeek-style block-scale width
+inline constexpr float kFp8Max = 448.0f;  // largest finite e4m3 value
 
-std::string_view dtype_name(DType t);         // "fp32", "bf16", "fp16", "fp8", "i32", "u8"
+std::string_view dtype_name(DType t);                  // "fp32", "bf16", "fp16", "fp8", "i32", "u8"
 std::optional<DType> parse_dtype(std::string_view s);  // op dtypes only; accepts aliases
-std::size_t dtype_size(DType t);              // bytes per element
-inline bool is_op_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16 || t == DType::fp8; }
+std::size_t dtype_size(DType t);                       // bytes per element
+inline bool is_op_dtype(DType t) {
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16 || t == DType::fp8;
+}
 
 // ---- bf16: round to nearest even; NaN stays NaN (quiet), Inf stays Inf ----
 inline std::uint16_t f32_to_bf16(float f) {
@@ -29,7 +31,9 @@ inline std::uint16_t f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<std::uint16_t>(u >> 16);
 }
-inline float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+inline float bf16_to_f32(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
 // ---- IEEE fp16 (software; kernels use F16C where the CPU has it) ----
 std::uint16_t f32_to_f16(float f);

@@ -33,9 +33,9 @@ enum class GroupedLayout : std::uint8_t { contiguous, masked };
 std::string_view kind_name(OpKind k);
 
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;  // any single dimension
-inline constexpr int kMlaDk = 576;     // latent 512 + rope 64: the row of the cache
-inline constexpr int kMlaDv = 512;     // V = the first 512 values of each row
-inline constexpr int kMlaBlock = 64;   // tokens per cache block (paged)
+inline constexpr int kMlaDk = 576;           // latent 512 + rope 64: the row of the cache
+inline constexpr int kMlaDv = 512;           // V = the first 512 values of each row
+inline constexpr int kMlaBlock = 64;         // tokens per cache block (paged)
 inline constexpr int kMlaFp8RowBytes = 656;  // 512 e4m3 + 4 fp32 scales + 64 bf16 rope
 
 struct Op {
@@ -55,14 +55,14 @@ struct Op {
   // Shorthand for a gemm: "MxNxK".
   static Op gemm_shape(std::string_view mxnxk, DType dt);
 
-  DType out_dtype() const;       // fp32 for fp32 ops, fp16 for fp16, bf16 otherwise
-  double flops() const;          // 2*M*N*K summed (mla: QK^T and PV, causal-exact)
-  double bytes() const;          // inputs read once + outputs written once, stored dtypes
+  DType out_dtype() const;  // fp32 for fp32 ops, fp16 for fp16, bf16 otherwise
+  double flops() const;     // 2*M*N*K summed (mla: QK^T and PV, causal-exact)
+  double bytes() const;     // inputs read once + outputs written once, stored dtypes
   double intensity() const { return flops() / bytes(); }
-  std::int64_t total_rows() const;                 // grouped: sum of group_rows()
-  std::vector<std::int64_t> group_rows() const;    // grouped: rows of each group (deterministic)
-  std::int64_t max_group_rows() const;             // grouped: the masked layout's max_m
-  void validate() const;                           // throws InputError
+  std::int64_t total_rows() const;               // grouped: sum of group_rows()
+  std::vector<std::int64_t> group_rows() const;  // grouped: rows of each group (deterministic)
+  std::int64_t max_group_rows() const;           // grouped: the masked layout's max_m
+  void validate() const;                         // throws InputError
 
   bool operator==(const Op&) const = default;
 };
@@ -90,12 +90,16 @@ struct TensorDesc {
   std::size_t nbytes() const;
 };
 //  gemm          a[m,k] w[n,k] (fp8: a_scale[m,kb] w_scale[nb,kb] f32, kb = ceil(k/128))  -> c[m,n]
-//  batched_gemm  a[batch,m,k] w[batch,n,k]                                                -> c[batch,m,n]
-//  grouped contiguous  a[rows,k] w[groups,n,k] offsets[groups+1] i32 (rows of group g are
-//                offsets[g]..offsets[g+1]) (fp8: a_scale[rows,kb] w_scale[groups,nb,kb]) -> c[rows,n]
+//  batched_gemm  a[batch,m,k] w[batch,n,k]                                                ->
+//  c[batch,m,n] grouped contiguous  a[rows,k] w[groups,n,k] offsets[groups+1] i32 (rows of group g
+//  are
+//                offsets[g]..offsets[g+1]) (fp8: a_scale[rows,kb] w_scale[groups,nb,kb]) ->
+//                c[rows,n]
 //  grouped masked      a[groups,max_m,k] w[groups,n,k] counts[groups] i32 (valid rows)
-//                (fp8: a_scale[groups,max_m,kb] w_scale[groups,nb,kb])                  -> c[groups,max_m,n]
-//  mla_decode    q[b,s_q,h,576] (bf16; fp32 for fp32) kcache[blocks,64,576] (fp8: u8 [blocks,64,656])
+//                (fp8: a_scale[groups,max_m,kb] w_scale[groups,nb,kb])                  ->
+//                c[groups,max_m,n]
+//  mla_decode    q[b,s_q,h,576] (bf16; fp32 for fp32) kcache[blocks,64,576] (fp8: u8
+//  [blocks,64,656])
 //                block_table[b,max_blocks] i32 seqlens[b] i32 -> o[b,s_q,h,512], lse[b,h,s_q] f32
 std::vector<TensorDesc> op_tensors(const Op& op);
 

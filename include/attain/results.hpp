@@ -23,14 +23,14 @@ struct Result {
   int reps = 0;
   double flops = 0, bytes = 0, tflops = 0, gbps = 0, attainable_tflops = 0, efficiency = 0;
   bool verified = false;
-  double error = 0;      // relative error vs the reference
+  double error = 0;        // relative error vs the reference
   bool projected = false;  // a projection, not a measurement (attain project)
 };
 
 struct MachineInfo {
   std::string cpu_model;
   int cores = 0;
-  int threads = 0;  // threads the run used
+  int threads = 0;     // threads the run used
   std::string device;  // "host" or a device id (imported / projected results)
   Roofline roofline;   // ceilings the efficiencies were computed against
   HostCeilings ceilings;
@@ -38,17 +38,19 @@ struct MachineInfo {
 };
 
 struct ResultsFile {
-  std::string created;      // ISO timestamp
-  std::string command;      // how it was produced
+  std::string created;  // ISO timestamp
+  std::string command;  // how it was produced
   MachineInfo machine;
-  nlohmann::json config;    // timing settings etc.
+  nlohmann::json config;  // timing settings etc.
   std::vector<Result> results;
 };
 
 nlohmann::json to_json(const Result& r);
 nlohmann::json to_json(const ResultsFile& f);
-ResultsFile results_from_json(const nlohmann::json& j, std::string_view origin);  // throws InputError
-void write_results(const std::filesystem::path& file, const ResultsFile& f);  // atomic (temp + rename)
-ResultsFile read_results(const std::filesystem::path& file);                  // throws InputError
+ResultsFile results_from_json(const nlohmann::json& j,
+                              std::string_view origin);  // throws InputError
+void write_results(const std::filesystem::path& file,
+                   const ResultsFile& f);                     // atomic (temp + rename)
+ResultsFile read_results(const std::filesystem::path& file);  // throws InputError
 
 }  // namespace attain

@@ -15,7 +15,9 @@ struct Tensor {
   TensorDesc desc;
   std::byte* data = nullptr;
   template <class T>
-  T* as() const { return reinterpret_cast<T*>(data); }
+  T* as() const {
+    return reinterpret_cast<T*>(data);
+  }
   std::int64_t numel() const { return desc.numel(); }
   std::size_t nbytes() const { return desc.nbytes(); }
 };
@@ -29,7 +31,7 @@ class TensorSet {
   TensorSet& operator=(const TensorSet&) = delete;
 
   const Op& op() const { return op_; }
-  Tensor& operator[](std::string_view name);            // throws std::out_of_range
+  Tensor& operator[](std::string_view name);  // throws std::out_of_range
   const Tensor& operator[](std::string_view name) const;
   bool has(std::string_view name) const;
   std::vector<Tensor>& all() { return tensors_; }

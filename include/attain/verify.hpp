@@ -28,9 +28,9 @@ inline constexpr double kMlaSoftmaxScale = 0.07216878364870323;
 
 struct Verification {
   bool ok = false;
-  double error = 0;      // normwise relative error ||C - ref|| / ||ref||
+  double error = 0;  // normwise relative error ||C - ref|| / ||ref||
   double tolerance = 0;
-  std::string detail;    // why it failed (NaN at..., guard overwritten, error above tolerance)
+  std::string detail;  // why it failed (NaN at..., guard overwritten, error above tolerance)
 };
 
 // Relative-error tolerance for an op's dtype and reduction length.

@@ -12,10 +12,17 @@ void store_output(const Tensor& t, const std::vector<double>& v) {
   for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
     const auto x = static_cast<float>(v[static_cast<std::size_t>(i)]);
     switch (t.desc.dtype) {
-      case DType::f32: t.as<float>()[i] = x; break;
-      case DType::bf16: t.as<std::uint16_t>()[i] = f32_to_bf16(x); break;
-      case DType::f16: t.as<std::uint16_t>()[i] = f32_to_f16(x); break;
-      default: break;
+      case DType::f32:
+        t.as<float>()[i] = x;
+        break;
+      case DType::bf16:
+        t.as<std::uint16_t>()[i] = f32_to_bf16(x);
+        break;
+      case DType::f16:
+        t.as<std::uint16_t>()[i] = f32_to_f16(x);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -40,7 +47,8 @@ class ReferenceBackend final : public Backend {
   std::string version() const override { return "attain reference (fp64 loops)"; }
   Support supports(const Op& op) const override {
     // fp64 loops run at well under 1 GFLOP/s: refuse what would take minutes.
-    if (op.flops() > 2e9) return Support::no("op too large for the fp64 reference loops (> 2 GFLOP)");
+    if (op.flops() > 2e9)
+      return Support::no("op too large for the fp64 reference loops (> 2 GFLOP)");
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions&) override {
@@ -50,6 +58,8 @@ class ReferenceBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference(std::string*) { return std::make_unique<ReferenceBackend>(); }
+std::unique_ptr<Backend> make_reference(std::string*) {
+  return std::make_unique<ReferenceBackend>();
+}
 
 }  // namespace attain::backends

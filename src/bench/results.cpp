@@ -1,13 +1,13 @@
 #include "attain/results.hpp"
 
-#include "device/probe.hpp"
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
+
+#include "device/probe.hpp"
 
 namespace attain {
 
@@ -16,7 +16,9 @@ using nlohmann::json;
 namespace {
 
 // JSON has no NaN/Inf: non-finite figures are written as null and read back as 0.
-json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+json num(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
 
 template <class T>
 T get(const json& j, const char* key, std::string_view origin, T fallback, bool required) {
@@ -28,7 +30,8 @@ T get(const json& j, const char* key, std::string_view origin, T fallback, bool 
   try {
     return it->get<T>();
   } catch (const json::exception&) {
-    throw InputError(fmt::format("{}: field '{}' has the wrong type ({})", origin, key, it->dump()));
+    throw InputError(
+        fmt::format("{}: field '{}' has the wrong type ({})", origin, key, it->dump()));
   }
 }
 
@@ -55,7 +58,8 @@ json to_json(const Result& r) {
             {"error", num(r.error)}};
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (r.status == "ok") {
-    j["median_s"] = num(r.median_s), j["min_s"] = num(r.min_s), j["iqr_s"] = num(r.iqr_s), j["reps"] = r.reps;
+    j["median_s"] = num(r.median_s), j["min_s"] = num(r.min_s), j["iqr_s"] = num(r.iqr_s),
+    j["reps"] = r.reps;
     j["tflops"] = num(r.tflops), j["gbps"] = num(r.gbps), j["efficiency"] = num(r.efficiency);
   }
   if (r.projected) j["projected"] = true;
@@ -87,11 +91,12 @@ json to_json(const ResultsFile& f) {
 }
 
 ResultsFile results_from_json(const json& j, std::string_view origin) {
-  if (!j.is_object()) throw InputError(fmt::format("{}: a results file must be a JSON object", origin));
+  if (!j.is_object())
+    throw InputError(fmt::format("{}: a results file must be a JSON object", origin));
   const auto schema = get<std::string>(j, "schema", origin, "", true);
   if (schema != kResultsSchema)
-    throw InputError(fmt::format("{}: schema '{}' is not supported (this attain reads '{}')", origin, schema,
-                                 kResultsSchema));
+    throw InputError(fmt::format("{}: schema '{}' is not supported (this attain reads '{}')",
+                                 origin, schema, kResultsSchema));
   ResultsFile f;
   f.created = get<std::string>(j, "created", origin, "", false);
   f.command = get<std::string>(j, "command", origin, "", false);
@@ -119,7 +124,8 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
     for (auto it = l->begin(); it != l->end(); ++it)
       if (it->is_string()) f.machine.libraries[it.key()] = it->get<std::string>();
   auto rs = j.find("results");
-  if (rs == j.end() || !rs->is_array()) throw InputError(fmt::format("{}: missing array 'results'", origin));
+  if (rs == j.end() || !rs->is_array())
+    throw InputError(fmt::format("{}: missing array 'results'", origin));
   std::size_t i = 0;
   for (const auto& rj : *rs) {
     const std::string where = fmt::format("{} results[{}]", origin, i++);

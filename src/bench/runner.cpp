@@ -41,11 +41,13 @@ class Progress {
   void update(std::size_t done, const std::string& what) {
     if (!on_) return;
     const double el = std::chrono::duration<double>(Clock::now() - t0_).count();
-    const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+    const double eta =
+        done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
     const int width = 24;
     const int fill = total_ ? static_cast<int>(width * done / total_) : width;
     std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
-    fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K", std::string(static_cast<std::size_t>(fill), '#'),
+    fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K",
+               std::string(static_cast<std::size_t>(fill), '#'),
                std::string(static_cast<std::size_t>(width - fill), '.'), done, total_, label,
                done ? human_secs(eta) : "?");
     std::fflush(stderr);
@@ -70,15 +72,16 @@ Result base_result(const CatalogOp& op, const std::string& backend, const Roofli
 
 }  // namespace
 
-std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg, const Roofline& roof,
-                              std::map<std::string, std::string>* libraries) {
+std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                              const Roofline& roof, std::map<std::string, std::string>* libraries) {
   std::vector<std::pair<std::string, std::unique_ptr<Backend>>> backends;
   for (const auto& name : cfg.backends) {
     auto be = make_backend(name);
     if (libraries) (*libraries)[name] = be->version();
     backends.emplace_back(name, std::move(be));
   }
-  const double limit = cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
+  const double limit =
+      cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
   std::vector<Result> out;
   Progress progress(cfg.progress, ops.size());
   for (std::size_t oi = 0; oi < ops.size(); ++oi) {
@@ -93,8 +96,8 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
         r.status = "unsupported", r.reason = s.reason;
       } else if (static_cast<double>(set_bytes) > limit) {
         r.status = "unsupported";
-        r.reason = fmt::format("needs {} of memory; {} available", human_bytes(static_cast<double>(set_bytes)),
-                               human_bytes(limit));
+        r.reason = fmt::format("needs {} of memory; {} available",
+                               human_bytes(static_cast<double>(set_bytes)), human_bytes(limit));
       } else {
         runnable.push_back(out.size());
       }
@@ -111,7 +114,9 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
     }
     for (std::size_t ri : runnable) {
       Result& r = out[ri];
-      Backend& be = *std::find_if(backends.begin(), backends.end(), [&](auto& p) { return p.first == r.backend; })->second;
+      Backend& be = *std::find_if(backends.begin(), backends.end(), [&](auto& p) {
+                       return p.first == r.backend;
+                     })->second;
       try {
         std::vector<std::unique_ptr<Kernel>> kernels;
         poison_outputs(*sets[0]);
@@ -123,7 +128,8 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
           r.status = "wrong", r.reason = v.detail;
           continue;
         }
-        for (int i = 1; i < nsets; ++i) kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], cfg.run));
+        for (int i = 1; i < nsets; ++i)
+          kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], cfg.run));
         std::vector<Kernel*> raw;
         for (auto& k : kernels) raw.push_back(k.get());
         const Timing t = time_kernels(raw, set_bytes, cfg.timing);

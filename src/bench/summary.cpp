@@ -27,14 +27,17 @@ std::string human_time(double s) {
 
 Aggregate aggregate(std::vector<double> v) {
   Aggregate a;
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !(x > 0) || !std::isfinite(x); }), v.end());
+  v.erase(
+      std::remove_if(v.begin(), v.end(), [](double x) { return !(x > 0) || !std::isfinite(x); }),
+      v.end());
   a.count = v.size();
   if (v.empty()) return a;
   std::sort(v.begin(), v.end());
   double logsum = 0;
   for (double x : v) logsum += std::log(x);
   a.geomean = std::exp(logsum / static_cast<double>(v.size()));
-  a.median = quantile_sorted(v, 0.5), a.q1 = quantile_sorted(v, 0.25), a.q3 = quantile_sorted(v, 0.75);
+  a.median = quantile_sorted(v, 0.5), a.q1 = quantile_sorted(v, 0.25),
+  a.q3 = quantile_sorted(v, 0.75);
   return a;
 }
 
@@ -70,9 +73,14 @@ Summary summarize(const std::vector<Result>& results, const std::vector<std::str
 
 nlohmann::json to_json(const Summary& s) {
   auto agg = [](const Aggregate& a) {
-    return nlohmann::json{{"count", a.count}, {"geomean", a.geomean}, {"median", a.median}, {"q1", a.q1}, {"q3", a.q3}};
+    return nlohmann::json{{"count", a.count},
+                          {"geomean", a.geomean},
+                          {"median", a.median},
+                          {"q1", a.q1},
+                          {"q3", a.q3}};
   };
-  nlohmann::json j = {{"efficiency", nlohmann::json::object()}, {"speed_ratio", nlohmann::json::object()},
+  nlohmann::json j = {{"efficiency", nlohmann::json::object()},
+                      {"speed_ratio", nlohmann::json::object()},
                       {"status_counts", s.status_counts}};
   for (const auto& [b, groups] : s.efficiency)
     for (const auto& [g, a] : groups) j["efficiency"][b][g] = agg(a);
@@ -81,10 +89,13 @@ nlohmann::json to_json(const Summary& s) {
 }
 
 std::string format_summary(const Summary& s, const std::vector<std::string>& order) {
-  std::string out = "\nEfficiency = achieved / attainable (roofline of this machine), geometric mean over ops that ran:\n";
+  std::string out =
+      "\nEfficiency = achieved / attainable (roofline of this machine), geometric mean over ops "
+      "that ran:\n";
   for (const auto& b : order) {
     auto it = s.efficiency.find(b);
-    const auto& counts = s.status_counts.count(b) ? s.status_counts.at(b) : std::map<std::string, std::size_t>{};
+    const auto& counts =
+        s.status_counts.count(b) ? s.status_counts.at(b) : std::map<std::string, std::size_t>{};
     std::string cs;
     for (const auto& [st, n] : counts) cs += fmt::format("{}{} {}", cs.empty() ? "" : ", ", n, st);
     if (it == s.efficiency.end()) {
@@ -92,8 +103,8 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& ord
       continue;
     }
     const auto& all = it->second.at("all");
-    out += fmt::format("  {:<10} {:.3f} (median {:.3f}, q1 {:.3f}, q3 {:.3f}; {})\n", b, all.geomean, all.median,
-                       all.q1, all.q3, cs);
+    out += fmt::format("  {:<10} {:.3f} (median {:.3f}, q1 {:.3f}, q3 {:.3f}; {})\n", b,
+                       all.geomean, all.median, all.q1, all.q3, cs);
     std::string line;
     for (const auto& [g, a] : it->second) {
       if (g == "all") continue;
@@ -102,20 +113,23 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& ord
     out += "             " + line + "\n";
   }
   if (!s.speed_ratio.empty()) {
-    out += "Speed ratio (time of the second / time of the first, over ops both ran; > 1: the first is faster):\n";
+    out +=
+        "Speed ratio (time of the second / time of the first, over ops both ran; > 1: the first is "
+        "faster):\n";
     for (const auto& [k, a] : s.speed_ratio) {
       if (a.count == 0) {
         out += fmt::format("  {:<22} no op in common\n", k);
         continue;
       }
-      out += fmt::format("  {:<22} geomean {:.2f}x (median {:.2f}, q1 {:.2f}, q3 {:.2f}; {} ops)\n", k, a.geomean,
-                         a.median, a.q1, a.q3, a.count);
+      out += fmt::format("  {:<22} geomean {:.2f}x (median {:.2f}, q1 {:.2f}, q3 {:.2f}; {} ops)\n",
+                         k, a.geomean, a.median, a.q1, a.q3, a.count);
     }
   }
   return out;
 }
 
-std::string format_table(const std::vector<Result>& results, const std::vector<std::string>& order) {
+std::string format_table(const std::vector<Result>& results,
+                         const std::vector<std::string>& order) {
   // One row per op: for each backend, median time, GFLOP/s and efficiency (or why not).
   std::vector<std::string> specs;
   std::map<std::string, std::map<std::string, const Result*>> by;
@@ -129,7 +143,8 @@ std::string format_table(const std::vector<Result>& results, const std::vector<s
   out += "\n";
   for (const auto& spec : specs) {
     const Result* any = by[spec].begin()->second;
-    out += fmt::format("{:<58} {:<8}", spec.size() > 58 ? spec.substr(0, 55) + "..." : spec, any->op.prov.phase);
+    out += fmt::format("{:<58} {:<8}", spec.size() > 58 ? spec.substr(0, 55) + "..." : spec,
+                       any->op.prov.phase);
     for (const auto& b : order) {
       auto it = by[spec].find(b);
       if (it == by[spec].end()) {
@@ -138,7 +153,8 @@ std::string format_table(const std::vector<Result>& results, const std::vector<s
       }
       const Result& r = *it->second;
       if (r.status == "ok")
-        out += fmt::format(" | {:>10} {:>9.1f} {:>6.2f}", human_time(r.median_s), r.tflops * 1e3, r.efficiency);
+        out += fmt::format(" | {:>10} {:>9.1f} {:>6.2f}", human_time(r.median_s), r.tflops * 1e3,
+                           r.efficiency);
       else
         out += fmt::format(" | {:>28}", r.status);
     }

@@ -18,7 +18,8 @@ using Clock = std::chrono::steady_clock;
 class LlcFlusher {
  public:
   explicit LlcFlusher(std::int64_t llc_bytes)
-      : n_(static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) * 2 / sizeof(std::uint64_t)),
+      : n_(static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) * 2 /
+           sizeof(std::uint64_t)),
         buf_(new std::uint64_t[n_]) {
     for (std::size_t i = 0; i < n_; ++i) buf_[i] = i;  // touch: no shared zero page
   }
@@ -59,11 +60,13 @@ int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg) {
   return static_cast<int>(std::clamp(sets, 1.0, 16.0));
 }
 
-Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set, const TimingConfig& cfg) {
+Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
+                    const TimingConfig& cfg) {
   Timing t;
   if (kernels.empty()) return t;
-  const bool flush = !cfg.hot && static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
-                                      2.0 * static_cast<double>(cfg.llc_bytes);
+  const bool flush =
+      !cfg.hot && static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
+                      2.0 * static_cast<double>(cfg.llc_bytes);
   std::unique_ptr<LlcFlusher> flusher;
   if (flush) flusher = std::make_unique<LlcFlusher>(cfg.llc_bytes);
 
@@ -90,7 +93,8 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
     if (std::chrono::duration<double>(Clock::now() - wall0).count() >= wall_cap) break;
     if (reps >= 10 && reps % 5 == 0) {
       const double med = quantile(times, 0.5);
-      if ((quantile(times, 0.75) - quantile(times, 0.25)) / med < cfg.noise_target && timed >= cfg.max_seconds / 4)
+      if ((quantile(times, 0.75) - quantile(times, 0.25)) / med < cfg.noise_target &&
+          timed >= cfg.max_seconds / 4)
         break;
     }
   }

@@ -16,15 +16,26 @@ namespace attain {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 void store(const Tensor& t, std::int64_t i, float v) {
   switch (t.desc.dtype) {
-    case DType::f32: t.as<float>()[i] = v; break;
-    case DType::bf16: t.as<std::uint16_t>()[i] = f32_to_bf16(v); break;
-    case DType::f16: t.as<std::uint16_t>()[i] = f32_to_f16(v); break;
-    case DType::fp8: t.as<std::uint8_t>()[i] = f32_to_e4m3(v); break;
-    default: break;
+    case DType::f32:
+      t.as<float>()[i] = v;
+      break;
+    case DType::bf16:
+      t.as<std::uint16_t>()[i] = f32_to_bf16(v);
+      break;
+    case DType::f16:
+      t.as<std::uint16_t>()[i] = f32_to_f16(v);
+      break;
+    case DType::fp8:
+      t.as<std::uint8_t>()[i] = f32_to_e4m3(v);
+      break;
+    default:
+      break;
   }
 }
 
@@ -62,10 +73,12 @@ struct RowSource {
         const std::int64_t mat = r / rows_per_matrix, row = r % rows_per_matrix;
         const std::int64_t srow = mat * ceil_div(rows_per_matrix, scale_rows) + row / scale_rows;
         const float* sc = scale->as<float>() + srow * kb;
-        for (std::int64_t j = 0; j < k; ++j) out[j] = static_cast<double>(tab[p[j]]) * sc[j / kFp8Block];
+        for (std::int64_t j = 0; j < k; ++j)
+          out[j] = static_cast<double>(tab[p[j]]) * sc[j / kFp8Block];
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 };
@@ -95,7 +108,8 @@ GemmView gemm_view(const TensorSet& set) {
       break;
     case OpKind::batched_gemm:
       for (std::int64_t bt = 0; bt < op.batch; ++bt)
-        for (std::int64_t i = 0; i < op.m; ++i) v.tasks.push_back({bt * op.m + i, bt * op.n, bt * op.m + i});
+        for (std::int64_t i = 0; i < op.m; ++i)
+          v.tasks.push_back({bt * op.m + i, bt * op.n, bt * op.m + i});
       break;
     case OpKind::grouped_gemm:
       if (op.layout == GroupedLayout::contiguous) {
@@ -106,10 +120,12 @@ GemmView gemm_view(const TensorSet& set) {
         const auto* cnt = set["counts"].as<std::int32_t>();
         const std::int64_t mm = op.max_group_rows();
         for (std::int64_t g = 0; g < op.groups; ++g)
-          for (std::int64_t r = 0; r < cnt[g]; ++r) v.tasks.push_back({g * mm + r, g * op.n, g * mm + r});
+          for (std::int64_t r = 0; r < cnt[g]; ++r)
+            v.tasks.push_back({g * mm + r, g * op.n, g * mm + r});
       }
       break;
-    case OpKind::mla_decode: break;
+    case OpKind::mla_decode:
+      break;
   }
   return v;
 }
@@ -120,8 +136,8 @@ void fill_uniform(const Tensor& t, Rng& rng) {
 
 // fp8 data with block scales: each (scale_rows x 128) block gets its own magnitude,
 // so scales differ across blocks; values use the whole e4m3 range.
-void fill_fp8(const Tensor& t, const Tensor& scale, std::int64_t rows_per_matrix, std::int64_t scale_rows,
-              Rng& rng) {
+void fill_fp8(const Tensor& t, const Tensor& scale, std::int64_t rows_per_matrix,
+              std::int64_t scale_rows, Rng& rng) {
   const std::int64_t k = t.desc.shape.back();
   const std::int64_t rows = t.numel() / k, kb = ceil_div(k, kFp8Block);
   const std::int64_t sr_per_mat = ceil_div(rows_per_matrix, scale_rows);
@@ -159,7 +175,8 @@ void fill_mla(TensorSet& set, Rng& rng) {
   std::vector<std::int32_t> perm(static_cast<std::size_t>(nblocks));
   std::iota(perm.begin(), perm.end(), 0);
   for (std::int64_t i = nblocks - 1; i > 0; --i)
-    std::swap(perm[static_cast<std::size_t>(i)], perm[rng.below(static_cast<std::uint64_t>(i + 1))]);
+    std::swap(perm[static_cast<std::size_t>(i)],
+              perm[rng.below(static_cast<std::uint64_t>(i + 1))]);
   auto* bt = set["block_table"].as<std::int32_t>();
   std::copy(perm.begin(), perm.end(), bt);
   auto* sl = set["seqlens"].as<std::int32_t>();
@@ -171,12 +188,18 @@ void fill_mla(TensorSet& set, Rng& rng) {
 
 double load_value(const Tensor& t, std::int64_t i) {
   switch (t.desc.dtype) {
-    case DType::f32: return t.as<float>()[i];
-    case DType::bf16: return bf16_to_f32(t.as<std::uint16_t>()[i]);
-    case DType::f16: return f16_to_f32(t.as<std::uint16_t>()[i]);
-    case DType::fp8: return e4m3_to_f32(t.as<std::uint8_t>()[i]);
-    case DType::i32: return t.as<std::int32_t>()[i];
-    case DType::u8: return t.as<std::uint8_t>()[i];
+    case DType::f32:
+      return t.as<float>()[i];
+    case DType::bf16:
+      return bf16_to_f32(t.as<std::uint16_t>()[i]);
+    case DType::f16:
+      return f16_to_f32(t.as<std::uint16_t>()[i]);
+    case DType::fp8:
+      return e4m3_to_f32(t.as<std::uint8_t>()[i]);
+    case DType::i32:
+      return t.as<std::int32_t>()[i];
+    case DType::u8:
+      return t.as<std::uint8_t>()[i];
   }
   return kNaN;
 }
@@ -187,7 +210,8 @@ void load_mla_row(const Tensor& kcache, std::int64_t block, std::int64_t slot, d
     const std::uint8_t* p = kcache.as<std::uint8_t>() + row * kMlaFp8RowBytes;
     float scales[4];
     std::memcpy(scales, p + kMlaDv, sizeof scales);
-    for (int j = 0; j < kMlaDv; ++j) out[j] = static_cast<double>(e4m3_to_f32(p[j])) * scales[j / kFp8Block];
+    for (int j = 0; j < kMlaDv; ++j)
+      out[j] = static_cast<double>(e4m3_to_f32(p[j])) * scales[j / kFp8Block];
     const std::uint8_t* rope = p + kMlaDv + sizeof scales;
     for (int j = 0; j < kMlaDk - kMlaDv; ++j) {
       std::uint16_t h;
@@ -256,7 +280,8 @@ void fill_inputs(TensorSet& set, std::uint64_t seed) {
     if (op.layout == GroupedLayout::contiguous) {
       auto* off = set["offsets"].as<std::int32_t>();
       off[0] = 0;
-      for (std::size_t g = 0; g < rows.size(); ++g) off[g + 1] = off[g] + static_cast<std::int32_t>(rows[g]);
+      for (std::size_t g = 0; g < rows.size(); ++g)
+        off[g + 1] = off[g] + static_cast<std::int32_t>(rows[g]);
     } else {
       auto* cnt = set["counts"].as<std::int32_t>();
       for (std::size_t g = 0; g < rows.size(); ++g) cnt[g] = static_cast<std::int32_t>(rows[g]);
@@ -274,10 +299,16 @@ void poison_outputs(TensorSet& set) {
   for (auto& t : set.all()) {
     if (!t.desc.output) continue;
     switch (t.desc.dtype) {
-      case DType::f32: std::fill_n(t.as<float>(), t.numel(), std::nanf("")); break;
+      case DType::f32:
+        std::fill_n(t.as<float>(), t.numel(), std::nanf(""));
+        break;
       case DType::bf16:
-      case DType::f16: std::fill_n(t.as<std::uint16_t>(), t.numel(), std::uint16_t{0x7fff}); break;
-      default: std::memset(t.data, 0xff, t.nbytes()); break;
+      case DType::f16:
+        std::fill_n(t.as<std::uint16_t>(), t.numel(), std::uint16_t{0x7fff});
+        break;
+      default:
+        std::memset(t.data, 0xff, t.nbytes());
+        break;
     }
   }
 }
@@ -285,12 +316,16 @@ void poison_outputs(TensorSet& set) {
 double tolerance(const Op& op) {
   // Normwise relative error of fp32 accumulation grows ~ sqrt(K) * eps; outputs stored in
   // 16 bits add their rounding (bf16: 2^-9 relative, fp16: 2^-12).
-  const double red = op.kind == OpKind::mla_decode ? static_cast<double>(op.s) : static_cast<double>(op.k);
+  const double red =
+      op.kind == OpKind::mla_decode ? static_cast<double>(op.s) : static_cast<double>(op.k);
   const double acc = 4e-7 * std::sqrt(std::max(1.0, red));
   switch (op.out_dtype()) {
-    case DType::bf16: return 8e-3 + acc;
-    case DType::f16: return 2e-3 + acc;
-    default: return std::max(1e-5, acc);
+    case DType::bf16:
+      return 8e-3 + acc;
+    case DType::f16:
+      return 2e-3 + acc;
+    default:
+      return std::max(1e-5, acc);
   }
 }
 
@@ -326,7 +361,8 @@ Verification verify_gemm(const TensorSet& set, double full_limit, std::uint64_t 
     std::int64_t loaded = -1;
     for (const auto& t : v.tasks) {
       if (t.wbase != loaded) {
-        for (std::int64_t j = 0; j < n; ++j) v.w.load(t.wbase + j, &w[static_cast<std::size_t>(j * k)]);
+        for (std::int64_t j = 0; j < n; ++j)
+          v.w.load(t.wbase + j, &w[static_cast<std::size_t>(j * k)]);
         loaded = t.wbase;
       }
       v.a.load(t.arow, arow.data());
@@ -342,7 +378,8 @@ Verification verify_gemm(const TensorSet& set, double full_limit, std::uint64_t 
   } else {
     // Residual: y1 = C.t must equal y2 = A.(W^T.t) for a random t.
     Rng rng(seed);
-    std::vector<double> tv(static_cast<std::size_t>(n)), u(static_cast<std::size_t>(k)), wrow(static_cast<std::size_t>(k));
+    std::vector<double> tv(static_cast<std::size_t>(n)), u(static_cast<std::size_t>(k)),
+        wrow(static_cast<std::size_t>(k));
     for (auto& x : tv) x = rng.uniform();
     std::int64_t loaded = -1;
     for (const auto& t : v.tasks) {
@@ -351,27 +388,32 @@ Verification verify_gemm(const TensorSet& set, double full_limit, std::uint64_t 
         for (std::int64_t j = 0; j < n; ++j) {
           v.w.load(t.wbase + j, wrow.data());
           const double tj = tv[static_cast<std::size_t>(j)];
-          for (std::int64_t q = 0; q < k; ++q) u[static_cast<std::size_t>(q)] += tj * wrow[static_cast<std::size_t>(q)];
+          for (std::int64_t q = 0; q < k; ++q)
+            u[static_cast<std::size_t>(q)] += tj * wrow[static_cast<std::size_t>(q)];
         }
         loaded = t.wbase;
       }
       v.a.load(t.arow, arow.data());
       double y2 = 0, y1 = 0;
-      for (std::int64_t q = 0; q < k; ++q) y2 += arow[static_cast<std::size_t>(q)] * u[static_cast<std::size_t>(q)];
-      for (std::int64_t j = 0; j < n; ++j) y1 += load_value(*v.c, t.crow * n + j) * tv[static_cast<std::size_t>(j)];
+      for (std::int64_t q = 0; q < k; ++q)
+        y2 += arow[static_cast<std::size_t>(q)] * u[static_cast<std::size_t>(q)];
+      for (std::int64_t j = 0; j < n; ++j)
+        y1 += load_value(*v.c, t.crow * n + j) * tv[static_cast<std::size_t>(j)];
       err2 += (y1 - y2) * (y1 - y2);
       ref2 += y2 * y2;
     }
   }
   res.error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   res.ok = res.error <= res.tolerance;
-  if (!res.ok) res.detail = fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
+  if (!res.ok)
+    res.detail =
+        fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
   return res;
 }
 
 // One (request, query, head) row of the MLA reference: o[512] and lse.
-void mla_reference_row(const TensorSet& set, std::int64_t bi, std::int64_t qi, std::int64_t hi, double* o,
-                       double* lse) {
+void mla_reference_row(const TensorSet& set, std::int64_t bi, std::int64_t qi, std::int64_t hi,
+                       double* o, double* lse) {
   const Op& op = set.op();
   const Tensor& q = set["q"];
   const Tensor& kc = set["kcache"];
@@ -391,7 +433,8 @@ void mla_reference_row(const TensorSet& set, std::int64_t bi, std::int64_t qi, s
   for (std::int64_t t = 0; t < keys; ++t) {
     load_mla_row(kc, bt[bi * max_blocks + t / kMlaBlock], t % kMlaBlock, row.data());
     double sdot = 0;
-    for (int j = 0; j < kMlaDk; ++j) sdot += qv[static_cast<std::size_t>(j)] * row[static_cast<std::size_t>(j)];
+    for (int j = 0; j < kMlaDk; ++j)
+      sdot += qv[static_cast<std::size_t>(j)] * row[static_cast<std::size_t>(j)];
     scores[static_cast<std::size_t>(t)] = sdot * kMlaSoftmaxScale;
     mx = std::max(mx, scores[static_cast<std::size_t>(t)]);
   }
@@ -444,7 +487,8 @@ Verification verify_mla(const TensorSet& set, double full_limit, std::uint64_t s
     const double got_lse = load_value(lse, (bi * op.h + hi) * op.s_q + qi);
     if (std::isinf(ref_lse)) {
       if (!(std::isinf(got_lse) && got_lse < 0)) {
-        res.detail = fmt::format("lse[{}, {}, {}] = {} for an empty sequence (expected -inf)", bi, hi, qi, got_lse);
+        res.detail = fmt::format("lse[{}, {}, {}] = {} for an empty sequence (expected -inf)", bi,
+                                 hi, qi, got_lse);
         return res;
       }
     } else if (!std::isfinite(got_lse)) {
@@ -456,7 +500,9 @@ Verification verify_mla(const TensorSet& set, double full_limit, std::uint64_t s
   }
   res.error = std::max(ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2), lse_err);
   res.ok = res.error <= res.tolerance;
-  if (!res.ok) res.detail = fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
+  if (!res.ok)
+    res.detail =
+        fmt::format("relative error {:.3g} above tolerance {:.3g}", res.error, res.tolerance);
   return res;
 }
 
@@ -481,7 +527,8 @@ std::vector<std::vector<double>> reference_outputs(const TensorSet& set) {
     for (std::int64_t bi = 0; bi < op.b; ++bi)
       for (std::int64_t qi = 0; qi < op.s_q; ++qi)
         for (std::int64_t hi = 0; hi < op.h; ++hi)
-          mla_reference_row(set, bi, qi, hi, &o[static_cast<std::size_t>(((bi * op.s_q + qi) * op.h + hi) * kMlaDv)],
+          mla_reference_row(set, bi, qi, hi,
+                            &o[static_cast<std::size_t>(((bi * op.s_q + qi) * op.h + hi) * kMlaDv)],
                             &lse[static_cast<std::size_t>((bi * op.h + hi) * op.s_q + qi)]);
     out.push_back(std::move(o));
     out.push_back(std::move(lse));
@@ -496,7 +543,8 @@ std::vector<std::vector<double>> reference_outputs(const TensorSet& set) {
     for (std::int64_t j = 0; j < n; ++j) {
       v.w.load(t.wbase + j, wrow.data());
       double acc = 0;
-      for (std::int64_t q = 0; q < k; ++q) acc += arow[static_cast<std::size_t>(q)] * wrow[static_cast<std::size_t>(q)];
+      for (std::int64_t q = 0; q < k; ++q)
+        acc += arow[static_cast<std::size_t>(q)] * wrow[static_cast<std::size_t>(q)];
       c[static_cast<std::size_t>(t.crow * n + j)] = acc;
     }
   }

@@ -35,13 +35,16 @@ class Fields {
     auto it = j_.find(key);
     if (it == j_.end() || it->is_null()) return std::nullopt;
     if (!it->is_number_integer())
-      throw InputError(fmt::format("{}: field '{}' must be an integer (got {})", origin_, key, it->dump()));
+      throw InputError(
+          fmt::format("{}: field '{}' must be an integer (got {})", origin_, key, it->dump()));
     const auto v = it->get<std::int64_t>();
-    if (v < 0 || v >= kMaxDim) throw InputError(fmt::format("{}: field '{}' = {} is out of range", origin_, key, v));
+    if (v < 0 || v >= kMaxDim)
+      throw InputError(fmt::format("{}: field '{}' = {} is out of range", origin_, key, v));
     return v;
   }
   std::int64_t positive(const char* key, std::int64_t v) const {
-    if (v <= 0) throw InputError(fmt::format("{}: field '{}' must be positive (got {})", origin_, key, v));
+    if (v <= 0)
+      throw InputError(fmt::format("{}: field '{}' must be positive (got {})", origin_, key, v));
     return v;
   }
 
@@ -59,19 +62,23 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
   }
-  if (!j.is_object()) throw InputError(fmt::format("{}: a model config must be a JSON object", name));
+  if (!j.is_object())
+    throw InputError(fmt::format("{}: a model config must be a JSON object", name));
   const Fields f(j, name);
   ModelConfig c;
   c.name = std::string(name);
   auto mt = j.find("model_type");
-  if (mt == j.end() || !mt->is_string()) throw InputError(fmt::format("{}: missing field 'model_type'", name));
+  if (mt == j.end() || !mt->is_string())
+    throw InputError(fmt::format("{}: missing field 'model_type'", name));
   c.model_type = mt->get<std::string>();
-  static const char* kKnown[] = {"llama", "qwen2", "qwen3", "mixtral", "qwen3_moe", "gpt_oss", "deepseek_v3"};
-  if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return c.model_type == k; }) ==
-      std::end(kKnown))
-    throw InputError(fmt::format(
-        "{}: unknown model_type '{}' (supported: llama, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, deepseek_v3)", name,
-        c.model_type));
+  static const char* kKnown[] = {"llama",     "qwen2",   "qwen3",      "mixtral",
+                                 "qwen3_moe", "gpt_oss", "deepseek_v3"};
+  if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                   [&](const char* k) { return c.model_type == k; }) == std::end(kKnown))
+    throw InputError(
+        fmt::format("{}: unknown model_type '{}' (supported: llama, qwen2, qwen3, mixtral, "
+                    "qwen3_moe, gpt_oss, deepseek_v3)",
+                    name, c.model_type));
 
   c.hidden = f.positive("hidden_size", f.req("hidden_size"));
   c.layers = f.positive("num_hidden_layers", f.req("num_hidden_layers"));
@@ -80,7 +87,7 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
   c.intermediate = f.positive("intermediate_size", f.req("intermediate_size"));
 
   if (c.is_mla()) {
-    c.kv_heads = c.heads;  // MLA: every head reads the one latent cache
+    c.kv_heads = c.heads;                              // MLA: every head reads the one latent cache
     c.q_lora_rank = f.opt("q_lora_rank").value_or(0);  // null in V2-Lite: q is projected directly
     c.kv_lora_rank = f.positive("kv_lora_rank", f.req("kv_lora_rank"));
     c.qk_nope_head_dim = f.positive("qk_nope_head_dim", f.req("qk_nope_head_dim"));
@@ -96,27 +103,32 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
     c.topk_group = f.opt("topk_group").value_or(1);
     if (auto it = j.find("routed_scaling_factor"); it != j.end() && it->is_number())
       c.routed_scaling_factor = it->get<double>();
-    if (auto it = j.find("scoring_func"); it != j.end() && it->is_string()) c.scoring_func = it->get<std::string>();
+    if (auto it = j.find("scoring_func"); it != j.end() && it->is_string())
+      c.scoring_func = it->get<std::string>();
     if (c.kv_lora_rank + c.qk_rope_head_dim != kMlaDk || c.kv_lora_rank != kMlaDv)
-      throw InputError(fmt::format("{}: kv_lora_rank {} + qk_rope_head_dim {}: attain's MLA decode op needs 512 + 64",
-                                   name, c.kv_lora_rank, c.qk_rope_head_dim));
+      throw InputError(fmt::format(
+          "{}: kv_lora_rank {} + qk_rope_head_dim {}: attain's MLA decode op needs 512 + 64", name,
+          c.kv_lora_rank, c.qk_rope_head_dim));
   } else {
     c.kv_heads = f.positive("num_key_value_heads", f.req("num_key_value_heads"));
     c.head_dim = f.opt("head_dim").value_or(c.hidden / c.heads);
     f.positive("head_dim", c.head_dim);
     if (c.heads % c.kv_heads != 0)
-      throw InputError(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", name,
-                                   c.heads, c.kv_heads));
+      throw InputError(
+          fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                      name, c.heads, c.kv_heads));
     if (c.model_type == "mixtral" || c.model_type == "gpt_oss") {
       c.experts = f.positive("num_local_experts", f.req("num_local_experts"));
-      c.experts_per_tok = f.positive("num_experts_per_tok", f.req_any({"num_experts_per_tok", "experts_per_token"}));
+      c.experts_per_tok = f.positive("num_experts_per_tok",
+                                     f.req_any({"num_experts_per_tok", "experts_per_token"}));
       c.expert_intermediate = c.intermediate;
     } else if (c.model_type == "qwen3_moe") {
       c.experts = f.positive("num_experts", f.req("num_experts"));
       c.experts_per_tok = f.positive("num_experts_per_tok", f.req("num_experts_per_tok"));
       c.expert_intermediate = f.positive("moe_intermediate_size", f.req("moe_intermediate_size"));
       if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
-        if (!it->is_array()) throw InputError(fmt::format("{}: field 'mlp_only_layers' must be an array", name));
+        if (!it->is_array())
+          throw InputError(fmt::format("{}: field 'mlp_only_layers' must be an array", name));
         for (const auto& v : *it) {
           if (!v.is_number_integer())
             throw InputError(fmt::format("{}: field 'mlp_only_layers' must hold integers", name));
@@ -126,8 +138,8 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
     }
   }
   if (c.is_moe() && c.experts_per_tok > c.experts)
-    throw InputError(fmt::format("{}: num_experts_per_tok {} exceeds the {} experts", name, c.experts_per_tok,
-                                 c.experts));
+    throw InputError(fmt::format("{}: num_experts_per_tok {} exceeds the {} experts", name,
+                                 c.experts_per_tok, c.experts));
   if (auto q = j.find("quantization_config"); q != j.end() && q->is_object()) {
     auto m = q->find("quant_method");
     c.fp8_weights = m != q->end() && m->is_string() && m->get<std::string>() == "fp8";
@@ -179,7 +191,8 @@ ModelConfig load_bundled_model(std::string_view name) {
   if (!std::filesystem::exists(file)) {
     std::string known;
     for (const auto& n : bundled_models()) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(fmt::format("unknown model '{}' (bundled: {}; or give a config.json path)", name, known));
+    throw InputError(
+        fmt::format("unknown model '{}' (bundled: {}; or give a config.json path)", name, known));
   }
   return load_model_config(file);
 }

@@ -20,8 +20,8 @@ class PassBuilder {
     op.kind = OpKind::gemm, op.dtype = dt, op.m = pass_.tokens, op.n = n, op.k = k;
     add(layer, op, count);
   }
-  void batched(std::string_view layer, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
-               std::int64_t count, DType dt) {
+  void batched(std::string_view layer, std::int64_t batch, std::int64_t m, std::int64_t n,
+               std::int64_t k, std::int64_t count, DType dt) {
     Op op;
     op.kind = OpKind::batched_gemm, op.dtype = dt, op.batch = batch, op.m = m, op.n = n, op.k = k;
     add(layer, op, count);
@@ -38,8 +38,12 @@ class PassBuilder {
       return;
     }
     index_.emplace(spec, ops_.size());
-    Provenance pv{cfg_.name, std::string(layer), pass_.phase, pass_.tokens,
-                  pass_.phase == "decode" ? pass_.context : pass_.tokens, count};
+    Provenance pv{cfg_.name,
+                  std::string(layer),
+                  pass_.phase,
+                  pass_.tokens,
+                  pass_.phase == "decode" ? pass_.context : pass_.tokens,
+                  count};
     ops_.push_back({op, std::move(pv)});
   }
   std::vector<CatalogOp> take() { return std::move(ops_); }
@@ -59,9 +63,11 @@ std::vector<CatalogOp> model_ops(const ModelConfig& c, const PassSpec& p) {
   if (p.tokens <= 0) throw InputError(fmt::format("tokens must be positive (got {})", p.tokens));
   const bool decode = p.phase == "decode";
   const std::int64_t T = p.tokens, ctx = decode ? p.context : p.tokens;
-  if (decode && ctx <= 0) throw InputError(fmt::format("decode context must be positive (got {})", ctx));
-  const DType lin = p.dtype;                                  // projections, experts
-  const DType act = p.dtype == DType::fp8 ? DType::bf16 : p.dtype;  // router, attention products, LM head
+  if (decode && ctx <= 0)
+    throw InputError(fmt::format("decode context must be positive (got {})", ctx));
+  const DType lin = p.dtype;  // projections, experts
+  const DType act =
+      p.dtype == DType::fp8 ? DType::bf16 : p.dtype;  // router, attention products, LM head
   const std::int64_t L = c.layers, Ld = c.dense_layers(), Lm = L - Ld;
   PassBuilder b(c, p);
 
@@ -133,7 +139,8 @@ double weight_params(const ModelConfig& c, bool active_only) {
     const Op& op = e.op;
     if (op.kind == OpKind::gemm) total += static_cast<double>(op.n * op.k * e.prov.count);
     if (op.kind == OpKind::grouped_gemm) {
-      const double experts = active_only ? static_cast<double>(c.experts_per_tok) : static_cast<double>(c.experts);
+      const double experts =
+          active_only ? static_cast<double>(c.experts_per_tok) : static_cast<double>(c.experts);
       total += experts * static_cast<double>(op.n * op.k * e.prov.count);
     }
   }
@@ -141,7 +148,11 @@ double weight_params(const ModelConfig& c, bool active_only) {
 }
 }  // namespace
 
-double ModelConfig::params() const { return weight_params(*this, false); }
-double ModelConfig::active_params() const { return weight_params(*this, true); }
+double ModelConfig::params() const {
+  return weight_params(*this, false);
+}
+double ModelConfig::active_params() const {
+  return weight_params(*this, true);
+}
 
 }  // namespace attain

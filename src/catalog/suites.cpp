@@ -58,7 +58,8 @@ const std::vector<SuiteModel>& suite_models() {
   return models;
 }
 
-std::vector<CatalogOp> llm_suite(const std::vector<std::int64_t>& prefill, const std::vector<std::int64_t>& batches,
+std::vector<CatalogOp> llm_suite(const std::vector<std::int64_t>& prefill,
+                                 const std::vector<std::int64_t>& batches,
                                  const std::vector<std::int64_t>& contexts) {
   SuiteBuilder sb;
   for (const auto& m : suite_models()) {
@@ -80,7 +81,8 @@ std::string stratum(const CatalogOp& e) {
 // small-pass pool has, taken round robin across strata, smallest first within each.
 std::vector<CatalogOp> quick_suite() {
   SuiteBuilder sb;
-  for (const char* name : {"llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "qwen3-8b"}) {
+  for (const char* name :
+       {"llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "qwen3-8b"}) {
     const ModelConfig cfg = load_bundled_model(name);
     std::vector<DType> dts = {DType::f32, DType::bf16};
     if (cfg.fp8_weights) dts.push_back(DType::fp8);
@@ -100,7 +102,9 @@ std::vector<CatalogOp> quick_suite() {
   }
   for (auto& [k, v] : strata) {
     // Spread within a stratum: alternate from the large and the small end (by bytes).
-    std::stable_sort(v.begin(), v.end(), [](const CatalogOp& a, const CatalogOp& b) { return a.op.bytes() < b.op.bytes(); });
+    std::stable_sort(v.begin(), v.end(), [](const CatalogOp& a, const CatalogOp& b) {
+      return a.op.bytes() < b.op.bytes();
+    });
     std::vector<CatalogOp> spread;
     for (std::size_t lo = 0, hi = v.size(); lo < hi;) {
       spread.push_back(v[--hi]);
@@ -125,12 +129,15 @@ std::vector<CatalogOp> quick_suite() {
 
 }  // namespace
 
-std::vector<std::string> suite_names() { return {"llm-1055", "quick"}; }
+std::vector<std::string> suite_names() {
+  return {"llm-1055", "quick"};
+}
 
 std::vector<CatalogOp> suite(std::string_view name) {
   if (name == "quick") return quick_suite();
-  if (name == "llm-1055") // Prefill of one sequence of 128..8192 tokens; decode batches 1..128 at an 8K context.
-  if (name == "llm-1055") return llm_suite({128, 512, 2048, 8192}, {1, 8, 32, 128}, {8192});
+  if (name == "llm-1055")  // Prefill of one sequence of 128..8192 tokens; decode batches 1..128 at
+                           // an 8K context.
+    if (name == "llm-1055") return llm_suite({128, 512, 2048, 8192}, {1, 8, 32, 128}, {8192});
   throw InputError(fmt::format("unknown suite '{}' (known: llm-1055, quick)", name));
 }
 

@@ -1,10 +1,11 @@
 // attain bench: measure ops on backends, side by side, verified first.
+#include "attain/bench.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "attain/bench.hpp"
 #include "attain/moe.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
@@ -31,35 +32,43 @@ const bool registered = add_command([](CLI::App& app) {
     std::uint64_t seed = 42;
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = app.add_subcommand("bench", "Measure ops (a suite, a model, one op) on backends, verified first");
+  auto* sub = app.add_subcommand(
+      "bench", "Measure ops (a suite, a model, one op) on backends, verified first");
   o->src.add_to(sub, true);
-  sub->add_option("--backend", o->backends, "comma list of backends, timed side by side (see attain bench --list)")
+  sub->add_option("--backend", o->backends,
+                  "comma list of backends, timed side by side (see attain bench --list)")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "threads per backend (default: all logical CPUs)");
   sub->add_option("--max-seconds", o->max_seconds, "timing budget per op and backend, in seconds")
       ->capture_default_str();
   sub->add_flag("--hot", o->hot, "warm cache: no input rotation, no LLC flush");
-  sub->add_option("--stages", o->stages, "attain backend: tile pipeline depth (1 = no prefetch)")->capture_default_str();
-  sub->add_option("--schedule", o->schedule, "attain backend: default or auto")->capture_default_str();
+  sub->add_option("--stages", o->stages, "attain backend: tile pipeline depth (1 = no prefetch)")
+      ->capture_default_str();
+  sub->add_option("--schedule", o->schedule, "attain backend: default or auto")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "print the results file (JSON) on stdout instead of the table");
   sub->add_option("--out", o->out, "write the results file (schema attain.results/1) here");
-  sub->add_flag("--no-progress", o->no_progress, "no progress bar (it is shown only on a terminal anyway)");
+  sub->add_flag("--no-progress", o->no_progress,
+                "no progress bar (it is shown only on a terminal anyway)");
   sub->add_flag("--list", o->list, "list the backends compiled in, and exit");
   set_action(sub, [o] {
     if (o->list) {
       for (const auto& b : backend_registry()) {
         std::string why;
         const auto be = b.make(&why);
-        fmt::print("{:<10} {}{}\n", b.name, b.description, be ? "" : fmt::format(" [not available: {}]", why));
+        fmt::print("{:<10} {}{}\n", b.name, b.description,
+                   be ? "" : fmt::format(" [not available: {}]", why));
       }
       return 0;
     }
     const auto ops = o->src.resolve("quick");
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (o->threads < 0 || o->threads > 4 * hw)
-      throw InputError(fmt::format("--threads {} (this machine has {} logical CPUs)", o->threads, hw));
-    if (o->stages < 1 || o->stages > 8) throw InputError(fmt::format("--stages {} must be 1..8", o->stages));
+      throw InputError(
+          fmt::format("--threads {} (this machine has {} logical CPUs)", o->threads, hw));
+    if (o->stages < 1 || o->stages > 8)
+      throw InputError(fmt::format("--stages {} must be 1..8", o->stages));
     if (o->schedule != "default" && o->schedule != "auto")
       throw InputError(fmt::format("--schedule {} (known: default, auto)", o->schedule));
     if (!(o->max_seconds > 0)) throw InputError("--max-seconds must be positive");
@@ -87,16 +96,22 @@ const bool registered = add_command([](CLI::App& app) {
     rf.machine.device = "host";
     rf.machine.roofline = roof;
     rf.machine.ceilings = host;
-    rf.config = {{"max_seconds", cfg.timing.max_seconds}, {"hot", cfg.timing.hot},
-                 {"seed", cfg.seed},                       {"stages", cfg.run.stages},
-                 {"schedule", cfg.run.schedule},           {"backends", cfg.backends},
-                 {"timing", "median of repeats after warm-up; cold cache by input rotation or LLC flush"},
-                 {"flops_model", "2*M*N*K per GEMM (grouped: summed; mla: QK^T + PV)"},
-                 {"bytes_model", "inputs read once + outputs written once, stored dtypes"}};
+    rf.config = {
+        {"max_seconds", cfg.timing.max_seconds},
+        {"hot", cfg.timing.hot},
+        {"seed", cfg.seed},
+        {"stages", cfg.run.stages},
+        {"schedule", cfg.run.schedule},
+        {"backends", cfg.backends},
+        {"timing", "median of repeats after warm-up; cold cache by input rotation or LLC flush"},
+        {"flops_model", "2*M*N*K per GEMM (grouped: summed; mla: QK^T + PV)"},
+        {"bytes_model", "inputs read once + outputs written once, stored dtypes"}};
     if (!o->json)
-      fmt::print("attain bench: {} ops x {} backends, {} threads, {} cache; roofline {:.1f} GFLOP/s, {:.1f} GB/s ({})\n",
-                 ops.size(), cfg.backends.size(), cfg.run.threads, cfg.timing.hot ? "hot" : "cold",
-                 roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
+      fmt::print(
+          "attain bench: {} ops x {} backends, {} threads, {} cache; roofline {:.1f} GFLOP/s, "
+          "{:.1f} GB/s ({})\n",
+          ops.size(), cfg.backends.size(), cfg.run.threads, cfg.timing.hot ? "hot" : "cold",
+          roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
     // Under mpirun the ops are sharded round robin over the ranks (one rank per host), and
     // rank 0 gathers every result in the suite's order and writes the one results file.
     std::unique_ptr<moe::MpiSession> mpi;
@@ -122,7 +137,8 @@ const bool registered = add_command([](CLI::App& app) {
     for (const auto& [b, v] : rf.machine.libraries) fmt::print("  {:<10} = {}\n", b, v);
     for (const auto& r : rf.results)
       if (r.status == "wrong" || r.status == "error")
-        fmt::print("{} {} on {}: {}\n", r.status == "wrong" ? "WRONG" : "ERROR", r.op.op.spec(), r.backend, r.reason);
+        fmt::print("{} {} on {}: {}\n", r.status == "wrong" ? "WRONG" : "ERROR", r.op.op.spec(),
+                   r.backend, r.reason);
     if (!o->out.empty()) fmt::print("results written to {}\n", o->out);
     return 0;
   });

@@ -21,7 +21,9 @@ std::map<const CLI::App*, std::function<int()>>& actions() {
 }
 }  // namespace
 
-void set_action(CLI::App* sub, std::function<int()> action) { actions()[sub] = std::move(action); }
+void set_action(CLI::App* sub, std::function<int()> action) {
+  actions()[sub] = std::move(action);
+}
 
 int run_selected(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands()) {

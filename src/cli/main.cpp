@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 
 #include "attain/op.hpp"
@@ -8,7 +8,8 @@
 #include "cli/util.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"attain: how much of a chip's attainable performance its software reaches on LLM matrix ops"};
+  CLI::App app{
+      "attain: how much of a chip's attainable performance its software reaches on LLM matrix ops"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("attain ") + ATTAIN_VERSION);
   attain::cli::set_command_line(argc, argv);

@@ -1,6 +1,7 @@
 #include "cli/util.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -8,7 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <unistd.h>
 
 namespace attain::cli {
 
@@ -51,14 +51,23 @@ DType dtype_arg(const std::string& s) {
 
 void OpSource::add_to(CLI::App* sub, bool with_sample) {
   sub->add_option("--suite", suite, "a named suite: llm-1055 or quick");
-  sub->add_option("--model", model, "a bundled model name (e.g. deepseek-v3) or a config.json path");
-  sub->add_option("--op", ops, "an op spec, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16 (repeatable)")->take_all()->allow_extra_args(false);
+  sub->add_option("--model", model,
+                  "a bundled model name (e.g. deepseek-v3) or a config.json path");
+  sub->add_option("--op", ops, "an op spec, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16 (repeatable)")
+      ->take_all()
+      ->allow_extra_args(false);
   sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
-  sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")->capture_default_str();
-  sub->add_option("--phase", phases, "with --model: prefill, decode or both")->capture_default_str();
-  sub->add_option("--tokens", tokens, "with --model: prefill tokens / decode batch sizes (comma list; default 512 / 1,32)");
-  sub->add_option("--context", context, "with --model: decode context length")->capture_default_str();
-  if (with_sample) sub->add_option("--sample", sample, "a stratified sample of N ops (by kind, phase, dtype)");
+  sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")
+      ->capture_default_str();
+  sub->add_option("--phase", phases, "with --model: prefill, decode or both")
+      ->capture_default_str();
+  sub->add_option(
+      "--tokens", tokens,
+      "with --model: prefill tokens / decode batch sizes (comma list; default 512 / 1,32)");
+  sub->add_option("--context", context, "with --model: decode context length")
+      ->capture_default_str();
+  if (with_sample)
+    sub->add_option("--sample", sample, "a stratified sample of N ops (by kind, phase, dtype)");
 }
 
 namespace {
@@ -87,9 +96,11 @@ std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const
     const DType dt = dtype_arg(dtype);
     std::map<std::string, std::size_t> seen;
     for (const auto& ph : split_list(phases)) {
-      if (ph != "prefill" && ph != "decode") throw InputError(fmt::format("phase '{}' (known: prefill, decode)", ph));
+      if (ph != "prefill" && ph != "decode")
+        throw InputError(fmt::format("phase '{}' (known: prefill, decode)", ph));
       std::vector<std::int64_t> toks;
-      if (tokens.empty()) toks = ph == "prefill" ? std::vector<std::int64_t>{512} : std::vector<std::int64_t>{1, 32};
+      if (tokens.empty())
+        toks = ph == "prefill" ? std::vector<std::int64_t>{512} : std::vector<std::int64_t>{1, 32};
       for (const auto& t : split_list(tokens)) toks.push_back(parse_count(t, "--tokens"));
       if (context <= 0) throw InputError(fmt::format("--context {} must be positive", context));
       for (auto t : toks)
@@ -109,7 +120,8 @@ std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const
 std::vector<CatalogOp> stratified_sample(const std::vector<CatalogOp>& ops, std::size_t n) {
   std::map<std::string, std::vector<std::size_t>> strata;
   for (std::size_t i = 0; i < ops.size(); ++i)
-    strata[fmt::format("{}/{}/{}", kind_name(ops[i].op.kind), ops[i].prov.phase, dtype_name(ops[i].op.dtype))]
+    strata[fmt::format("{}/{}/{}", kind_name(ops[i].op.kind), ops[i].prov.phase,
+                       dtype_name(ops[i].op.dtype))]
         .push_back(i);
   // Proportional allocation (largest remainder), at least one per stratum while n allows,
   // then evenly spaced picks within each stratum.
@@ -118,7 +130,8 @@ std::vector<CatalogOp> stratified_sample(const std::vector<CatalogOp>& ops, std:
   std::map<std::string, std::size_t> take;
   std::vector<std::pair<double, std::string>> rem;
   for (auto& [k, idx] : strata) {
-    const double exact = static_cast<double>(n) * static_cast<double>(idx.size()) / static_cast<double>(ops.size());
+    const double exact =
+        static_cast<double>(n) * static_cast<double>(idx.size()) / static_cast<double>(ops.size());
     take[k] = std::min(idx.size(), static_cast<std::size_t>(exact));
     remaining -= take[k];
     rem.push_back({exact - static_cast<double>(take[k]), k});
@@ -149,7 +162,9 @@ std::string& cmdline() {
   return s;
 }
 }  // namespace
-std::string command_line() { return cmdline(); }
+std::string command_line() {
+  return cmdline();
+}
 void set_command_line(int argc, char** argv) {
   std::string s = "attain";
   for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];

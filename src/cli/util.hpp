@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,7 +21,7 @@ DType dtype_arg(const std::string& s);                      // InputError for un
 struct OpSource {
   std::string suite, model, shape, dtype = "bf16", phases = "prefill,decode";
   std::vector<std::string> ops;  // --op, repeatable
-  std::string tokens;  // comma list; default per phase
+  std::string tokens;            // comma list; default per phase
   std::int64_t context = 4096;
   int sample = 0;
   void add_to(CLI::App* sub, bool with_sample);

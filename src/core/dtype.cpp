@@ -9,12 +9,18 @@ namespace attain {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "fp16";
-    case DType::fp8: return "fp8";
-    case DType::i32: return "i32";
-    case DType::u8: return "u8";
+    case DType::f32:
+      return "fp32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "fp16";
+    case DType::fp8:
+      return "fp8";
+    case DType::i32:
+      return "i32";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }
@@ -29,12 +35,18 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-    case DType::fp8: return 1;
-    case DType::i32: return 4;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f16:
+      return 2;
+    case DType::fp8:
+      return 1;
+    case DType::i32:
+      return 4;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
@@ -43,7 +55,7 @@ std::uint16_t f32_to_f16(float f) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (absu > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (absu >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow -> Inf
   if (absu < 0x38800000u) {  // subnormal half (or zero): scale into the 2^-24 grid, RNE
     const float a = std::bit_cast<float>(absu);
@@ -93,7 +105,9 @@ const float* e4m3_table() {
   return table.data();
 }
 
-float e4m3_to_f32(std::uint8_t v) { return e4m3_table()[v]; }
+float e4m3_to_f32(std::uint8_t v) {
+  return e4m3_table()[v];
+}
 
 std::uint8_t f32_to_e4m3(float f) {
   if (std::isnan(f)) return 0x7f;
@@ -106,13 +120,19 @@ std::uint8_t f32_to_e4m3(float f) {
   int lo = 0, hi = 0x7e;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (t[mid] <= a) lo = mid; else hi = mid;
+    if (t[mid] <= a)
+      lo = mid;
+    else
+      hi = mid;
   }
   const float dlo = a - t[lo], dhi = t[hi] - a;
   int code;
-  if (dlo < dhi) code = lo;
-  else if (dhi < dlo) code = hi;
-  else code = (lo % 2 == 0) ? lo : hi;
+  if (dlo < dhi)
+    code = lo;
+  else if (dhi < dlo)
+    code = hi;
+  else
+    code = (lo % 2 == 0) ? lo : hi;
   return static_cast<std::uint8_t>(sign | code);
 }
 

@@ -12,17 +12,23 @@ namespace attain {
 
 std::string_view kind_name(OpKind k) {
   switch (k) {
-    case OpKind::gemm: return "gemm";
-    case OpKind::batched_gemm: return "batched_gemm";
-    case OpKind::grouped_gemm: return "grouped_gemm";
-    case OpKind::mla_decode: return "mla_decode";
+    case OpKind::gemm:
+      return "gemm";
+    case OpKind::batched_gemm:
+      return "batched_gemm";
+    case OpKind::grouped_gemm:
+      return "grouped_gemm";
+    case OpKind::mla_decode:
+      return "mla_decode";
   }
   return "?";
 }
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 std::int64_t parse_int(std::string_view key, std::string_view v) {
   std::int64_t x = 0;
@@ -68,7 +74,8 @@ std::string fmt_double(double x) {
 }  // namespace
 
 void Op::validate() const {
-  if (!is_op_dtype(dtype)) throw InputError(fmt::format("dtype {} is not an op dtype", dtype_name(dtype)));
+  if (!is_op_dtype(dtype))
+    throw InputError(fmt::format("dtype {} is not an op dtype", dtype_name(dtype)));
   switch (kind) {
     case OpKind::gemm:
       check_dim("m", m), check_dim("n", n), check_dim("k", k);
@@ -88,7 +95,8 @@ void Op::validate() const {
       check_dim("b", b), check_dim("s", s), check_dim("h", h), check_dim("s_q", s_q);
       if (dtype == DType::f16) throw InputError("mla_decode supports dtype bf16, fp8 or fp32");
       if (s_q > s) throw InputError(fmt::format("s_q={} must not exceed s={}", s_q, s));
-      checked_mul({b, ceil_div(s, kMlaBlock) * kMlaBlock, kMlaDk}), checked_mul({b, s_q, h, kMlaDk});
+      checked_mul({b, ceil_div(s, kMlaBlock) * kMlaBlock, kMlaDk}),
+          checked_mul({b, s_q, h, kMlaDk});
       break;
   }
 }
@@ -96,11 +104,13 @@ void Op::validate() const {
 std::string Op::spec() const {
   const auto dt = dtype_name(dtype);
   switch (kind) {
-    case OpKind::gemm: return fmt::format("gemm:m={},n={},k={},dtype={}", m, n, k, dt);
+    case OpKind::gemm:
+      return fmt::format("gemm:m={},n={},k={},dtype={}", m, n, k, dt);
     case OpKind::batched_gemm:
       return fmt::format("batched_gemm:batch={},m={},n={},k={},dtype={}", batch, m, n, k, dt);
     case OpKind::grouped_gemm: {
-      std::string s_ = fmt::format("grouped_gemm:groups={},m={},n={},k={},dtype={}", groups, m, n, k, dt);
+      std::string s_ =
+          fmt::format("grouped_gemm:groups={},m={},n={},k={},dtype={}", groups, m, n, k, dt);
       if (skew > 0) s_ += ",skew=" + fmt_double(skew);
       if (layout == GroupedLayout::masked) s_ += ",layout=masked";
       return s_;
@@ -117,15 +127,21 @@ std::string Op::spec() const {
 Op Op::parse(std::string_view spec) {
   const auto colon = spec.find(':');
   if (colon == std::string_view::npos)
-    throw InputError(fmt::format("op spec '{}' has no ':' (expected e.g. gemm:m=8,n=4096,k=7168,dtype=bf16)", spec));
+    throw InputError(fmt::format(
+        "op spec '{}' has no ':' (expected e.g. gemm:m=8,n=4096,k=7168,dtype=bf16)", spec));
   const auto kind_s = spec.substr(0, colon);
   Op op;
-  if (kind_s == "gemm") op.kind = OpKind::gemm;
-  else if (kind_s == "batched_gemm") op.kind = OpKind::batched_gemm;
-  else if (kind_s == "grouped_gemm") op.kind = OpKind::grouped_gemm;
-  else if (kind_s == "mla_decode") op.kind = OpKind::mla_decode;
+  if (kind_s == "gemm")
+    op.kind = OpKind::gemm;
+  else if (kind_s == "batched_gemm")
+    op.kind = OpKind::batched_gemm;
+  else if (kind_s == "grouped_gemm")
+    op.kind = OpKind::grouped_gemm;
+  else if (kind_s == "mla_decode")
+    op.kind = OpKind::mla_decode;
   else
-    throw InputError(fmt::format("unknown op kind '{}' (known: gemm, batched_gemm, grouped_gemm, mla_decode)", kind_s));
+    throw InputError(fmt::format(
+        "unknown op kind '{}' (known: gemm, batched_gemm, grouped_gemm, mla_decode)", kind_s));
 
   std::map<std::string, std::string, std::less<>> kv;
   std::string_view rest = spec.substr(colon + 1);
@@ -168,9 +184,12 @@ Op Op::parse(std::string_view spec) {
       op.groups = int_of("groups"), op.m = int_of("m"), op.n = int_of("n"), op.k = int_of("k");
       if (auto v = take("skew", false)) op.skew = parse_double("skew", *v);
       if (auto v = take("layout", false)) {
-        if (*v == "contiguous") op.layout = GroupedLayout::contiguous;
-        else if (*v == "masked") op.layout = GroupedLayout::masked;
-        else throw InputError(fmt::format("layout={} (known: contiguous, masked)", *v));
+        if (*v == "contiguous")
+          op.layout = GroupedLayout::contiguous;
+        else if (*v == "masked")
+          op.layout = GroupedLayout::masked;
+        else
+          throw InputError(fmt::format("layout={} (known: contiguous, masked)", *v));
       }
       break;
     case OpKind::mla_decode:
@@ -179,7 +198,8 @@ Op Op::parse(std::string_view spec) {
       break;
   }
   if (!kv.empty())
-    throw InputError(fmt::format("op spec '{}': unknown key '{}' for {}", spec, kv.begin()->first, kind_s));
+    throw InputError(
+        fmt::format("op spec '{}': unknown key '{}' for {}", spec, kv.begin()->first, kind_s));
   op.validate();
   return op;
 }
@@ -213,7 +233,8 @@ std::vector<std::int64_t> Op::group_rows() const {
   const std::int64_t total = groups * m;
   std::vector<double> w(rows.size());
   double sum = 0;
-  for (std::size_t g = 0; g < w.size(); ++g) sum += (w[g] = std::pow(static_cast<double>(g + 1), -skew));
+  for (std::size_t g = 0; g < w.size(); ++g)
+    sum += (w[g] = std::pow(static_cast<double>(g + 1), -skew));
   std::int64_t assigned = 0;
   std::vector<std::pair<double, std::size_t>> rem(rows.size());
   for (std::size_t g = 0; g < w.size(); ++g) {
@@ -241,9 +262,12 @@ std::int64_t Op::max_group_rows() const {
 double Op::flops() const {
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   switch (kind) {
-    case OpKind::gemm: return 2 * M * N * K;
-    case OpKind::batched_gemm: return 2 * static_cast<double>(batch) * M * N * K;
-    case OpKind::grouped_gemm: return 2 * static_cast<double>(total_rows()) * N * K;
+    case OpKind::gemm:
+      return 2 * M * N * K;
+    case OpKind::batched_gemm:
+      return 2 * static_cast<double>(batch) * M * N * K;
+    case OpKind::grouped_gemm:
+      return 2 * static_cast<double>(total_rows()) * N * K;
     case OpKind::mla_decode: {
       // query i (0-based) of s_q sees s - s_q + i + 1 keys (causal); s_q = 1 sees all s.
       const double S = static_cast<double>(s), Q = static_cast<double>(s_q);
@@ -262,7 +286,8 @@ double Op::bytes() const {
   }
   if (kind == OpKind::mla_decode) {
     // The cache is allocated in whole 64-token blocks, but only s rows of each are read.
-    const double row = dtype == DType::fp8 ? kMlaFp8RowBytes : kMlaDk * static_cast<double>(dtype_size(dtype));
+    const double row =
+        dtype == DType::fp8 ? kMlaFp8RowBytes : kMlaDk * static_cast<double>(dtype_size(dtype));
     const double alloc = static_cast<double>(b * ceil_div(s, kMlaBlock) * kMlaBlock);
     total -= (alloc - static_cast<double>(b * s)) * row;
   }
@@ -271,7 +296,8 @@ double Op::bytes() const {
     const double pad = static_cast<double>(groups * max_group_rows() - total_rows());
     const double in_row = static_cast<double>(k * dtype_size(dtype));
     const double out_row = static_cast<double>(n * dtype_size(out_dtype()));
-    const double scale_row = dtype == DType::fp8 ? static_cast<double>(ceil_div(k, kFp8Block) * 4) : 0.0;
+    const double scale_row =
+        dtype == DType::fp8 ? static_cast<double>(ceil_div(k, kFp8Block) * 4) : 0.0;
     total -= pad * (in_row + out_row + scale_row);
   }
   return total;
@@ -282,7 +308,9 @@ std::int64_t TensorDesc::numel() const {
   for (auto d : shape) p *= d;
   return p;
 }
-std::size_t TensorDesc::nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype); }
+std::size_t TensorDesc::nbytes() const {
+  return static_cast<std::size_t>(numel()) * dtype_size(dtype);
+}
 
 std::vector<TensorDesc> op_tensors(const Op& op) {
   std::vector<TensorDesc> t;
@@ -335,8 +363,10 @@ std::vector<TensorDesc> op_tensors(const Op& op) {
       const std::int64_t max_blocks = ceil_div(op.s, kMlaBlock);
       const DType qd = dt == DType::f32 ? DType::f32 : DType::bf16;
       t.push_back({"q", qd, {op.b, op.s_q, op.h, kMlaDk}});
-      if (fp8) t.push_back({"kcache", DType::u8, {op.b * max_blocks, kMlaBlock, kMlaFp8RowBytes}});
-      else t.push_back({"kcache", dt, {op.b * max_blocks, kMlaBlock, kMlaDk}});
+      if (fp8)
+        t.push_back({"kcache", DType::u8, {op.b * max_blocks, kMlaBlock, kMlaFp8RowBytes}});
+      else
+        t.push_back({"kcache", dt, {op.b * max_blocks, kMlaBlock, kMlaDk}});
       t.push_back({"block_table", DType::i32, {op.b, max_blocks}});
       t.push_back({"seqlens", DType::i32, {op.b}});
       t.push_back({"o", od, {op.b, op.s_q, op.h, kMlaDv}, true});

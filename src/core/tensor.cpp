@@ -12,8 +12,12 @@ constexpr std::size_t kAlign = 64;
 constexpr std::size_t kGuard = 64;
 constexpr std::byte kGuardByte{0xA5};
 
-std::size_t round_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-void free_storage(std::byte* p) { std::free(p); }
+std::size_t round_up(std::size_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
+void free_storage(std::byte* p) {
+  std::free(p);
+}
 }  // namespace
 
 std::size_t tensor_set_bytes(const Op& op) {
