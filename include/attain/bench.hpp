@@ -66,6 +66,9 @@ double available_memory_bytes();
 std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
                               const Roofline& roof, std::map<std::string, std::string>* libraries);
 
+// Linear-interpolated quantile q in [0, 1] of an ascending, non-empty vector.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+
 // Geometric-mean aggregates.
 struct Aggregate {
   std::size_t count = 0;

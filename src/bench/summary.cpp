@@ -8,14 +8,14 @@
 
 namespace attain {
 
-namespace {
-
 double quantile_sorted(const std::vector<double>& v, double q) {
   const double pos = q * static_cast<double>(v.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));
   const auto hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
+
+namespace {
 
 std::string human_time(double s) {
   if (s >= 1) return fmt::format("{:.2f} s", s);

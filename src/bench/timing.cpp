@@ -37,14 +37,6 @@ class LlcFlusher {
   volatile std::uint64_t sink_ = 0;
 };
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 }  // namespace
 
 std::int64_t timing_llc_bytes(const HostCeilings& host) {
@@ -92,16 +84,20 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
     if (timed >= cfg.max_seconds) break;
     if (std::chrono::duration<double>(Clock::now() - wall0).count() >= wall_cap) break;
     if (reps >= 10 && reps % 5 == 0) {
-      const double med = quantile(times, 0.5);
-      if ((quantile(times, 0.75) - quantile(times, 0.25)) / med < cfg.noise_target &&
+      std::vector<double> sorted = times;
+      std::sort(sorted.begin(), sorted.end());
+      const double med = quantile_sorted(sorted, 0.5);
+      if ((quantile_sorted(sorted, 0.75) - quantile_sorted(sorted, 0.25)) / med <
+              cfg.noise_target &&
           timed >= cfg.max_seconds / 4)
         break;
     }
   }
   t.reps = static_cast<int>(times.size());
-  t.median_s = quantile(times, 0.5);
-  t.min_s = *std::min_element(times.begin(), times.end());
-  t.iqr_s = quantile(times, 0.75) - quantile(times, 0.25);
+  std::sort(times.begin(), times.end());
+  t.median_s = quantile_sorted(times, 0.5);
+  t.min_s = times.front();
+  t.iqr_s = quantile_sorted(times, 0.75) - quantile_sorted(times, 0.25);
   return t;
 }
 
