@@ -24,6 +24,7 @@ struct RunOptions {
   int threads = 1;
   int stages = 2;                    // tile pipeline depth (1 = no prefetch); attain only
   std::string schedule = "default";  // attain only: default | auto
+  bool hot = false;                  // device backends: keep the device cache warm (no flush)
 };
 
 // One op bound to one tensor set, ready to run repeatedly. Construction may
@@ -33,6 +34,14 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run() = 0;  // writes the set's outputs; throws on failure
+
+  // Device kernels time themselves. Their inputs live on the device from construction on;
+  // run() flushes the device cache (unless RunOptions::hot), records an event, launches,
+  // records a second event, then copies the outputs back into the set. The harness times
+  // such a kernel by last_device_seconds() (the time between the two events of the last
+  // run()) instead of the host clock, and skips its host-cache flush.
+  virtual bool device_timed() const { return false; }
+  virtual double last_device_seconds() const { return 0.0; }
 };
 
 class Backend {

@@ -82,6 +82,8 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
   }
   const double limit =
       cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
+  RunOptions run_opt = cfg.run;
+  run_opt.hot = cfg.timing.hot;
   std::vector<Result> out;
   Progress progress(cfg.progress, ops.size());
   for (std::size_t oi = 0; oi < ops.size(); ++oi) {
@@ -120,7 +122,7 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
       try {
         std::vector<std::unique_ptr<Kernel>> kernels;
         poison_outputs(*sets[0]);
-        kernels.push_back(be.prepare(*sets[0], cfg.run));
+        kernels.push_back(be.prepare(*sets[0], run_opt));
         kernels[0]->run();
         const Verification v = verify(*sets[0]);
         r.verified = v.ok, r.error = v.error;
@@ -129,7 +131,7 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
           continue;
         }
         for (int i = 1; i < nsets; ++i)
-          kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], cfg.run));
+          kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], run_opt));
         std::vector<Kernel*> raw;
         for (auto& k : kernels) raw.push_back(k.get());
         const Timing t = time_kernels(raw, set_bytes, cfg.timing);

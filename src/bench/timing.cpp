@@ -56,9 +56,11 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
                     const TimingConfig& cfg) {
   Timing t;
   if (kernels.empty()) return t;
-  const bool flush =
-      !cfg.hot && static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
-                      2.0 * static_cast<double>(cfg.llc_bytes);
+  // Device kernels flush their own cache and report device time (Kernel::device_timed).
+  const bool device = kernels[0]->device_timed();
+  const bool flush = !device && !cfg.hot &&
+                     static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
+                         2.0 * static_cast<double>(cfg.llc_bytes);
   std::unique_ptr<LlcFlusher> flusher;
   if (flush) flusher = std::make_unique<LlcFlusher>(cfg.llc_bytes);
 
@@ -76,7 +78,8 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
     if (flusher) flusher->flush();
     const auto t0 = Clock::now();
     k->run();
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double dt = device ? k->last_device_seconds() : wall;
     times.push_back(dt);
     timed += dt;
     const int reps = static_cast<int>(times.size());
