@@ -14,5 +14,10 @@ std::unique_ptr<Backend> make_openblas(std::string* why);
 std::unique_ptr<Backend> make_blis(std::string* why);
 std::unique_ptr<Backend> make_onednn(std::string* why);
 std::unique_ptr<Backend> make_reference(std::string* why);
+#ifdef ATTAIN_HAVE_CUDA
+// Both return nullptr with why = "no CUDA device: ..." where no GPU is usable.
+std::unique_ptr<Backend> make_cublaslt(std::string* why);
+std::unique_ptr<Backend> make_attain_cuda(std::string* why);
+#endif
 
 }  // namespace attain::backends

@@ -15,6 +15,12 @@ const std::vector<BackendInfo>& backend_registry() {
 #ifdef ATTAIN_HAVE_ONEDNN
       {"onednn", "oneDNN matmul primitive", backends::make_onednn},
 #endif
+#ifdef ATTAIN_HAVE_CUDA
+      {"attain-cuda", "attain's own CUDA kernels (decode GEMM, MoE masked GEMM, MLA decode)",
+       backends::make_attain_cuda},
+      {"cublaslt", "cuBLASLt matmul on the GPU (bf16, fp16, fp32; fp8 with block scales)",
+       backends::make_cublaslt},
+#endif
       {"reference", "straightforward loops in fp64; what every backend is verified against",
        backends::make_reference},
   };

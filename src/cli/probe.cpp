@@ -6,9 +6,36 @@
 #include "attain/device.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
+#ifdef ATTAIN_HAVE_CUDA
+#include "kernels/cuda/gpu_probe.hpp"
+#include "kernels/cuda/runtime.hpp"
+#endif
 
 namespace attain::cli {
 namespace {
+
+// The CUDA device's ceilings, measured on every call (no cache); {} in builds without CUDA.
+nlohmann::json probe_gpu_json(bool progress) {
+#ifdef ATTAIN_HAVE_CUDA
+  if (progress && cuda::device_info().present)
+    fmt::print(stderr, "probing the CUDA device (copy, cuBLASLt bf16 and fp8)...\n");
+  const cuda::GpuCeilings g = cuda::probe_gpu();
+  nlohmann::json j = {{"present", g.present}, {"device", g.device}};
+  if (g.present) {
+    j["copy_gbps"] = g.copy_gbps;
+    j["copy_bytes"] = g.copy_bytes;
+    j["copy_note"] = "device copy kernel, read + write counted, median, cold L2";
+    j["gemm_size"] = g.gemm_size;
+    j["bf16_tflops"] = g.bf16_tflops;
+    if (g.fp8_tflops > 0) j["fp8_tflops"] = g.fp8_tflops, j["fp8_scaling"] = g.fp8_scaling;
+    j["library"] = g.library;
+  }
+  return j;
+#else
+  (void)progress;
+  return {};
+#endif
+}
 
 const bool registered = add_command([](CLI::App& app) {
   struct Opts {
@@ -23,7 +50,9 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_option("--out", o->out, "also write the JSON to this file");
   set_action(sub, [o] {
     const HostCeilings c = probe_host(o->refresh, !o->json);
-    const auto j = probe::to_json(c);
+    auto j = probe::to_json(c);
+    const nlohmann::json gpu = probe_gpu_json(!o->json);
+    if (!gpu.is_null()) j["gpu"] = gpu;
     if (o->json) {
       emit_json(j, o->out, true);
       return 0;
@@ -44,6 +73,20 @@ const bool registered = add_command([](CLI::App& app) {
     fmt::print("copy       {:8.1f} GB/s    1 thread, {:8.1f} all threads (read + write counted)\n",
                c.copy_gbps_1t, c.copy_gbps_all);
     fmt::print("measured   {}\n", c.measured_at);
+    if (!gpu.is_null()) {
+      if (!gpu["present"].get<bool>()) {
+        fmt::print("gpu        none ({})\n", gpu["device"].get<std::string>());
+      } else {
+        fmt::print("gpu        {}\n", gpu["device"].get<std::string>());
+        fmt::print("gpu copy   {:8.1f} GB/s    (read + write counted, cold L2)\n",
+                   gpu["copy_gbps"].get<double>());
+        fmt::print("gpu bf16   {:8.1f} TFLOP/s at {}^3 ({})\n", gpu["bf16_tflops"].get<double>(),
+                   gpu["gemm_size"].get<std::int64_t>(), gpu["library"].get<std::string>());
+        if (gpu.contains("fp8_tflops"))
+          fmt::print("gpu fp8    {:8.1f} TFLOP/s at {}^3 ({})\n", gpu["fp8_tflops"].get<double>(),
+                     gpu["gemm_size"].get<std::int64_t>(), gpu["fp8_scaling"].get<std::string>());
+      }
+    }
     if (!o->out.empty()) emit_json(j, o->out, false);
     return 0;
   });

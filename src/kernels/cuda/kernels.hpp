@@ -60,6 +60,10 @@ void launch_transpose_scales(const float* src, std::int64_t rows, std::int64_t c
 void launch_pad_scales(const float* src, std::int64_t rows, std::int64_t cols, float* dst,
                        std::int64_t ld, cudaStream_t s);
 
+// Seeded random fill of `bytes` (never zeros): bf16 values in [-1, 1), or e4m3 bytes that
+// are never NaN (fp8 = true).
+void launch_fill_random(void* p, std::size_t bytes, bool fp8, std::uint32_t seed, cudaStream_t s);
+
 // Device copy bandwidth: dst = src over `bytes` with 16-byte loads and stores.
 void launch_copy(const void* src, void* dst, std::size_t bytes, cudaStream_t s);
 
