@@ -65,7 +65,7 @@ fi
 step test_cuda "$BUILD/tests/test_cuda" --gtest_output="json:$OUT/test_cuda.json"
 
 if command -v compute-sanitizer > /dev/null; then
-  SMALL='CudaOps.*gemm_m_1_n_37*:CudaOps.*grouped_gemm_groups_4_m_5*:CudaOps.*mla_decode_b_2_s_100*:CudaOps.*mla_decode_b_1_s_4096*:CudaMla.*'
+  SMALL='*CudaOps.*gemm_m_1_n_37*:*CudaOps.*grouped_gemm_groups_4_m_5*:*CudaOps.*mla_decode_b_2_s_100*:*CudaOps.*mla_decode_b_1_s_4096*:CudaMla.*'
   step memcheck timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$BUILD/tests/test_cuda" --gtest_filter="$SMALL"
   step racecheck timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -160,6 +161,10 @@ struct Case {
   std::string backend, spec;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.backend << " " << c.spec;
+}
+
 std::vector<Case> gpu_cases() {
   const std::vector<std::string> gemms = {
       "gemm:m=1,n=1,k=1,dtype=bf16",
@@ -192,8 +197,13 @@ std::vector<Case> gpu_cases() {
       "mla_decode:b=2,s=200,h=16,dtype=fp8",        "mla_decode:b=1,s=2000,h=128,dtype=fp8",
   };
   std::vector<Case> cases;
-  for (const auto& s : gemms)
-    for (const char* b : {"attain-cuda", "cublaslt"}) cases.push_back({b, s});
+  for (const auto& s : gemms) {
+    cases.push_back({"attain-cuda", s});
+    // cuBLASLt's fp8 path: plain gemm with k % 16 == 0 (the backend refuses the others).
+    const Op op = Op::parse(s);
+    if (op.dtype != DType::fp8 || (op.kind == OpKind::gemm && op.k % 16 == 0))
+      cases.push_back({"cublaslt", s});
+  }
   for (const auto& s : lt_only) cases.push_back({"cublaslt", s});
   for (const auto& s : mla) cases.push_back({"attain-cuda", s});
   return cases;
@@ -262,6 +272,7 @@ TEST(CudaBackends, UnsupportedOpsSayWhy) {
   EXPECT_FALSE(ac->supports(Op::parse("gemm:m=1,n=64,k=64,dtype=fp32")).ok);
   auto lt = make_backend("cublaslt");
   EXPECT_FALSE(lt->supports(Op::parse("mla_decode:b=1,s=64,h=16,dtype=bf16")).ok);
+  EXPECT_FALSE(lt->supports(Op::parse("gemm:m=5,n=300,k=1000,dtype=fp8")).ok);
 }
 
 }  // namespace
