@@ -42,7 +42,14 @@ TEST(CudaPlan, DecodeGemmCoversEveryTileAndK) {
             EXPECT_GE(p.mt * ((m + p.mt - 1) / p.mt), m);
             EXPECT_EQ(p.grid_z, (m + p.mt - 1) / p.mt);
             EXPECT_GE(p.grid_x * cuda::kDecodeWarps * p.nw, n);
-            EXPECT_EQ(p.k_chunk % (32 * p.group), 0);
+            EXPECT_EQ(p.mma, eb == 2 && m > 8 && k % 8 == 0);
+            EXPECT_EQ(p.warp_k, p.mma ? 32 : 32 * p.group);
+            if (p.mma) {
+              EXPECT_EQ(p.nw, 16);
+              EXPECT_GE(p.mt, m);
+              EXPECT_LT(p.mt, 2 * m);
+            }
+            EXPECT_EQ(p.k_chunk % p.warp_k, 0);
             // Slices cover K, none of them empty.
             EXPECT_GE(p.k_chunk * p.split_k, k);
             EXPECT_LT(p.k_chunk * (p.split_k - 1), k);
@@ -58,6 +65,9 @@ TEST(CudaPlan, DecodeGemmSplitsLongKWhenTilesAreFew) {
   // Plenty of tiles already: no split.
   const auto wide = cuda::plan_decode_gemm(1, 129280, 7168, 1, 2, 132);
   EXPECT_EQ(wide.split_k, 1);
+  // The partials' traffic stays under a quarter of W's: split <= k * 2 / (32 m) for bf16.
+  const auto m128 = cuda::plan_decode_gemm(128, 2112, 7168, 1, 2, 132);
+  EXPECT_LE(m128.split_k, 7168 * 2 / (32 * 128));
   // Short K is never split below two warp steps per slice.
   const auto short_k = cuda::plan_decode_gemm(1, 16, 512, 1, 2, 132);
   EXPECT_EQ(short_k.split_k, 1);
@@ -172,8 +182,11 @@ std::vector<Case> gpu_cases() {
       "gemm:m=1,n=256,k=7168,dtype=bf16",  // router: split-K
       "gemm:m=3,n=129,k=1000,dtype=bf16",  // k not a multiple of 8
       "gemm:m=8,n=2112,k=7168,dtype=bf16",
-      "gemm:m=17,n=100,k=4096,dtype=bf16",  // m tail of the 8-row chunks
-      "gemm:m=128,n=96,k=257,dtype=bf16",
+      "gemm:m=17,n=100,k=4096,dtype=bf16",   // m tail of the 8-row chunks
+      "gemm:m=128,n=96,k=257,dtype=bf16",    // k % 8 != 0: CUDA cores at m = 128
+      "gemm:m=9,n=33,k=72,dtype=bf16",       // tensor cores: k tail of the 32-wide step
+      "gemm:m=64,n=2112,k=7168,dtype=bf16",  // tensor cores, split-K
+      "gemm:m=128,n=200,k=1024,dtype=bf16",  // tensor cores, n not a multiple of 64
       "gemm:m=1,n=256,k=7168,dtype=fp8",
       "gemm:m=5,n=300,k=1000,dtype=fp8",  // k not a multiple of 128 or 16
       "gemm:m=64,n=2112,k=7168,dtype=fp8",
@@ -182,6 +195,7 @@ std::vector<Case> gpu_cases() {
       "grouped_gemm:groups=4,m=5,n=17,k=33,dtype=bf16,layout=masked",
       "grouped_gemm:groups=8,m=3,n=256,k=7168,dtype=bf16,skew=2,layout=masked",
       "grouped_gemm:groups=4,m=6,n=200,k=512,dtype=fp8,skew=1,layout=masked",
+      "grouped_gemm:groups=4,m=20,n=72,k=256,dtype=bf16,skew=1,layout=masked",  // tensor cores
   };
   const std::vector<std::string> lt_only = {
       "gemm:m=256,n=512,k=1024,dtype=bf16",

@@ -127,6 +127,84 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// C^T = W . A^T on tensor cores (bf16, mma.sync m16n8k16, fp32 accumulation), for m > 8.
+// grid (n tiles of 64, K slices, batches); warp w of CTA x owns W rows n0 = (x * 4 + w) * 16
+// .. +16 and all of A's rows (M_TILES tiles of 8). Per step each lane loads 16 bytes of W rows
+// n0 + g and n0 + g + 8 (g = lane / 4) and 16 bytes of A row t * 8 + g per tile, at K offset
+// k0 + (lane % 4) * 8: 32 values of K, two mma K-steps. The K order inside a step is permuted
+// (a lane's 8 contiguous values feed its fragment slots k = 2q, 2q+1, 2q+8, 2q+9 of step 0 and
+// step 1), identically for W and A, which leaves every dot product unchanged.
+template <int M_TILES>
+__global__ void __launch_bounds__(kThreads)
+    decode_gemm_mma_kernel(DecodeGemmArgs p, std::int64_t k_chunk) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, q = lane % 4;
+  const std::int64_t n0 = (static_cast<std::int64_t>(blockIdx.x) * kDecodeWarps + warp) * 16;
+  const std::int64_t batch = blockIdx.z;
+  const std::int64_t rows = p.counts ? min(p.m, static_cast<std::int64_t>(p.counts[batch])) : p.m;
+  if (n0 >= p.n || rows <= 0) return;
+  const int tiles = static_cast<int>((rows + 7) / 8);  // tiles holding valid rows (warp-uniform)
+  const auto* A = static_cast<const std::uint16_t*>(p.a) + batch * p.m * p.k;
+  const auto* W = static_cast<const std::uint16_t*>(p.w) + batch * p.n * p.k;
+  const std::int64_t kbeg = static_cast<std::int64_t>(blockIdx.y) * k_chunk;
+  const std::int64_t kend = min(p.k, kbeg + k_chunk);
+  const bool w0ok = n0 + g < p.n, w1ok = n0 + g + 8 < p.n;
+  const std::uint16_t* w0 = W + (w0ok ? n0 + g : 0) * p.k;
+  const std::uint16_t* w1 = W + (w1ok ? n0 + g + 8 : 0) * p.k;
+
+  float acc[M_TILES][4];
+#pragma unroll
+  for (int t = 0; t < M_TILES; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll 2
+  for (std::int64_t k0 = kbeg; k0 < kend; k0 += 32) {
+    const std::int64_t kk = k0 + q * 8;
+    const bool kok = kk < kend;  // k % 8 == 0: a 16-byte group is wholly in or out
+    const uint4 wa = w0ok && kok ? __ldcs(reinterpret_cast<const uint4*>(w0 + kk)) : zero;
+    const uint4 wb = w1ok && kok ? __ldcs(reinterpret_cast<const uint4*>(w1 + kk)) : zero;
+#pragma unroll
+    for (int t = 0; t < M_TILES; ++t) {
+      if (t >= tiles) break;
+      const std::int64_t r = t * 8 + g;
+      const uint4 av =
+          r < rows && kok ? __ldg(reinterpret_cast<const uint4*>(A + r * p.k + kk)) : zero;
+      // Step 0: fragment words (k 2q..2q+1, k 2q+8..2q+9) = this lane's words 0 and 1.
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
+          : "r"(wa.x), "r"(wb.x), "r"(wa.y), "r"(wb.y), "r"(av.x), "r"(av.y));
+      // Step 1: words 2 and 3.
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
+          : "r"(wa.z), "r"(wb.z), "r"(wa.w), "r"(wb.w), "r"(av.z), "r"(av.w));
+    }
+  }
+
+  // Accumulator (i, j) of the 16 x 8 tile: i = g (+8 for slots 2, 3) is the W row, j = 2q (+1)
+  // the A row within tile t.
+#pragma unroll
+  for (int t = 0; t < M_TILES; ++t) {
+    if (t >= tiles) break;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t col = n0 + g + (e >= 2 ? 8 : 0);
+      const std::int64_t r = t * 8 + 2 * q + (e & 1);
+      if (r >= rows || col >= p.n) continue;
+      if (gridDim.y == 1) {
+        static_cast<std::uint16_t*>(p.c)[(batch * p.m + r) * p.n + col] =
+            dev::float_to_bf16(acc[t][e]);
+      } else {
+        p.workspace[((static_cast<std::int64_t>(blockIdx.y) * p.batches + batch) * p.m + r) * p.n +
+                    col] = acc[t][e];
+      }
+    }
+  }
+}
+
 // Sums the split-K partials of valid rows into C (bf16), slices in order (deterministic).
 __global__ void splitk_reduce_kernel(DecodeGemmArgs p, int split) {
   const std::int64_t total = p.batches * p.m * p.n;
@@ -149,6 +227,13 @@ void launch_tiles(const DecodeGemmArgs& a, const DecodeGemmPlan& plan, bool vec,
     decode_gemm_kernel<FP8, MT, NW, true><<<grid, kThreads, 0, s>>>(a, plan.k_chunk, mchunks);
   else
     decode_gemm_kernel<FP8, MT, NW, false><<<grid, kThreads, 0, s>>>(a, plan.k_chunk, mchunks);
+}
+
+template <int M_TILES>
+void launch_mma(const DecodeGemmArgs& a, const DecodeGemmPlan& plan, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(plan.grid_y),
+                  static_cast<unsigned>(plan.grid_z));
+  decode_gemm_mma_kernel<M_TILES><<<grid, kThreads, 0, s>>>(a, plan.k_chunk);
 }
 
 template <bool FP8>
@@ -183,10 +268,28 @@ void launch_decode_gemm(const DecodeGemmArgs& a, const DecodeGemmPlan& plan, cud
     ATTAIN_CUDA_CHECK_LAUNCH("splitk_reduce_kernel");
     return;
   }
-  if (a.fp8)
+  if (plan.mma) {
+    if (a.fp8 || a.k % 8 != 0 || !vec)
+      throw std::logic_error("decode_gemm: tensor-core plan for an fp8 or unaligned problem");
+    switch (plan.m_tiles) {
+      case 2:
+        launch_mma<2>(a, plan, s);
+        break;
+      case 4:
+        launch_mma<4>(a, plan, s);
+        break;
+      case 8:
+        launch_mma<8>(a, plan, s);
+        break;
+      default:
+        launch_mma<16>(a, plan, s);
+        break;
+    }
+  } else if (a.fp8) {
     launch_typed<true>(a, plan, vec, s);
-  else
+  } else {
     launch_typed<false>(a, plan, vec, s);
+  }
   ATTAIN_CUDA_CHECK_LAUNCH("decode_gemm_kernel");
   if (plan.split_k > 1) {
     const std::int64_t total = a.batches * a.m * a.n;

@@ -20,18 +20,30 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 DecodeGemmPlan plan_decode_gemm(std::int64_t m, std::int64_t n, std::int64_t k,
                                 std::int64_t batches, int elem_bytes, int sms) {
   DecodeGemmPlan p;
-  p.mt = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
-  p.nw = p.mt <= 2 ? 4 : 2;
   p.group = 16 / elem_bytes;
-  const std::int64_t warp_k = 32 * p.group;
+  p.mma = elem_bytes == 2 && m > 8 && k % 8 == 0;
+  if (p.mma) {
+    p.m_tiles = m <= 16 ? 2 : m <= 32 ? 4 : m <= 64 ? 8 : 16;
+    p.mt = 8 * p.m_tiles;
+    p.nw = 16;
+    p.warp_k = 32;
+  } else {
+    p.mt = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
+    p.nw = p.mt <= 2 ? 4 : 2;
+    p.warp_k = 32 * p.group;
+  }
+  const std::int64_t warp_k = p.warp_k;
   const std::int64_t mchunks = ceil_div(std::max<std::int64_t>(m, 1), p.mt);
   p.grid_x = ceil_div(std::max<std::int64_t>(n, 1), kDecodeWarps * p.nw);
   p.grid_z = mchunks * std::max<std::int64_t>(batches, 1);
   const std::int64_t ctas = p.grid_x * p.grid_z;
   // About 8 CTAs (32 warps) per SM keep enough 16-byte loads in flight to cover HBM latency.
   const std::int64_t target = 8 * std::max(sms, 1);
-  // A slice is worth its partial write only when it streams at least two warp steps of K.
-  const std::int64_t max_split = std::max<std::int64_t>(1, k / (2 * warp_k));
+  // A slice is worth its partial write only when it streams at least two warp steps of K,
+  // and the partials (written and read back, 8 bytes per output per slice) stay under a
+  // quarter of W's bytes: split <= k * elem_bytes / (32 m).
+  const std::int64_t max_split = std::max<std::int64_t>(
+      1, std::min(k / (2 * warp_k), k * elem_bytes / (32 * std::max<std::int64_t>(m, 1))));
   const std::int64_t split = std::clamp<std::int64_t>(ceil_div(target, ctas), 1, max_split);
   p.k_chunk = ceil_div(ceil_div(std::max<std::int64_t>(k, 1), split), warp_k) * warp_k;
   p.split_k = static_cast<int>(ceil_div(std::max<std::int64_t>(k, 1), p.k_chunk));

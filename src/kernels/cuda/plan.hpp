@@ -10,19 +10,27 @@ namespace attain::cuda {
 
 // ---- decode GEMM: C[m,n] = A[m,k] . W[n,k]^T for small m, weights streamed once ----------
 //
-// A CTA is kDecodeWarps warps; each warp owns `nw` rows of W and `mt` rows of A; its lanes
-// split K in groups of 16 bytes (8 bf16 or 16 fp8 values), so one warp step reads 512
-// contiguous bytes of each W row. Split-K cuts K into `split_k` slices of `k_chunk`
-// elements when the (n, m) tiles alone would leave the GPU idle; slices write fp32 partials
-// that a reduction kernel sums (deterministic, no atomics).
+// A CTA is kDecodeWarps warps. Two paths:
+//  - CUDA cores (fp8, and bf16 with m <= 8 or k % 8 != 0): a warp owns `nw` rows of W and `mt`
+//    rows of A; its lanes split K in groups of 16 bytes (8 bf16 or 16 fp8 values), so one warp
+//    step reads 512 contiguous bytes of each W row.
+//  - tensor cores (`mma`: bf16, m > 8, k % 8 == 0): a warp owns 16 rows of W and all of m
+//    (mt = 8 * m_tiles rows) and computes C^T = W . A^T with mma.sync m16n8k16; each lane loads
+//    16 bytes of two W rows per step, one warp step covers 32 values of K.
+// Split-K cuts K into `split_k` slices of `k_chunk` elements when the tiles alone would leave
+// the GPU idle; slices write fp32 partials that a reduction kernel sums (deterministic, no
+// atomics), and the partials' traffic is kept under a quarter of W's.
 inline constexpr int kDecodeWarps = 4;
 
 struct DecodeGemmPlan {
-  int mt = 1;                // A rows per CTA (1, 2, 4 or 8); m is covered in ceil(m/mt) chunks
-  int nw = 4;                // W rows per warp (4 for mt <= 2, else 2)
+  bool mma = false;          // the tensor-core path
+  int m_tiles = 0;           // mma: 8-row tiles of A per warp (2, 4, 8 or 16)
+  int mt = 1;                // A rows per CTA (CUDA cores: 1, 2, 4 or 8; mma: 8 * m_tiles)
+  int nw = 4;                // W rows per warp (CUDA cores: 4 for mt <= 2, else 2; mma: 16)
   int group = 8;             // K elements per 16-byte load (8 bf16, 16 fp8)
+  int warp_k = 256;          // K elements one warp step covers (32 * group; mma: 32)
   int split_k = 1;           // K slices
-  std::int64_t k_chunk = 0;  // K elements per slice: a multiple of 32 * group
+  std::int64_t k_chunk = 0;  // K elements per slice: a multiple of warp_k
   std::int64_t grid_x = 0, grid_y = 0, grid_z = 0;  // n tiles, K slices, m chunks x batches
   std::int64_t workspace_floats = 0;                // split_k > 1: [split][batches][m][n]
 };
