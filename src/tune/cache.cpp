@@ -364,7 +364,7 @@ const Entry* Cache::nearest(const Key& k) const {
   if (it == classes_.end()) return nullptr;
   const double lm = log2_size(k.m), ln = log2_size(k.n), lk = log2_size(k.k);
   const Entry* best = nullptr;
-  double best_d = kNearestMaxLog2Distance;
+  double best_d = kNearestMaxLog2Distance + 1e-9;  // the bound itself is in, despite rounding
   std::string best_str;
   for (const Entry* e : it->second) {
     const double d = std::abs(log2_size(e->key.m) - lm) + std::abs(log2_size(e->key.n) - ln) +
