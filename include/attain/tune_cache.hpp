@@ -17,8 +17,8 @@ namespace attain::tune {
 // differs is "incompatible": load() warns and starts empty, and the next save() overwrites it.
 struct Identity {
   std::string attain_version;  // ATTAIN_VERSION
-  std::string build_id;        // ATTAIN_KERNEL_BUILD_ID: hash of src/kernels/cpu/gemm/** + git
-                               // commit, computed when CMake configures
+  std::string build_id;        // ATTAIN_KERNEL_BUILD_ID: hash of src/kernels/cpu/gemm/**,
+                               // computed when CMake configures
   std::string cpu;  // vendor family/model brand, e.g. "AuthenticAMD 0x19/0x01 AMD EPYC ..."
   std::string isa;  // the kernel family used: "avx512", "avx2", "scalar"
   bool operator==(const Identity&) const = default;
