@@ -22,7 +22,9 @@ DeviceSet::DeviceSet(const TensorSet& set, cudaStream_t s) {
   for (const Tensor& t : set.all()) {
     names_.push_back(t.desc.name);
     bufs_.emplace_back(t.nbytes());
-    if (!t.desc.output) bufs_.back().upload(t.data, t.nbytes(), s);
+    // Outputs too: whatever the host holds (the harness poisons them with NaN) is what an
+    // element the kernel fails to write reads back as.
+    bufs_.back().upload(t.data, t.nbytes(), s);
   }
   ATTAIN_CUDA_CHECK(cudaStreamSynchronize(s));
 }

@@ -13,8 +13,9 @@
 
 namespace attain::backends {
 
-// The set's tensors on the device. Inputs are uploaded once, at construction: the harness's
-// tensors are host memory, and a GPU library call would find its operands in device memory.
+// The set's tensors on the device, uploaded once at construction (outputs included, so a
+// poisoned output stays poisoned where a kernel skips it): the harness's tensors are host
+// memory, and a GPU library call would find its operands in device memory.
 class DeviceSet {
  public:
   DeviceSet(const TensorSet& set, cudaStream_t s);
