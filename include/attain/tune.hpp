@@ -54,7 +54,7 @@ struct SearchOptions {
   double seconds_per_trial = 0.04;
   double stop_ratio = 1.15;    // stop when the next candidate's corrected estimate is
                                // this much slower than the best measured
-  double keep_default = 0.03;  // keep the default unless a candidate beats it by this
+  double keep_default = 0.05;  // keep the default unless a candidate beats it by this
   std::int64_t llc_bytes = 32 << 20;
   std::size_t bytes = 0;  // the call's footprint (decides flush vs warm)
 };
