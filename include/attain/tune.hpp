@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "attain/catalog.hpp"
@@ -79,11 +81,19 @@ class Scheduler {
   // Loads the cache file (warnings go to stderr once).
   explicit Scheduler(std::filesystem::path cache_file);
   static Scheduler& instance();  // the default cache path
+  // Warm: a hash lookup of the call's shape in a memo of earlier choices (no strings built).
   Choice choose(const gemm::Call& c, const Machine& m) const;
-  Cache& cache() { return cache_; }
+  Cache& cache() {  // writable access may change entries: forget the memo
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_.clear();
+    return cache_;
+  }
 
  private:
+  Choice choose_uncached(const gemm::Call& c, const Machine& m) const;
   Cache cache_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::uint64_t, Choice> memo_;
 };
 std::string_view source_name(Scheduler::Source s);
 
