@@ -520,7 +520,6 @@ struct LegendItem {
   enum Kind { mark, line, box } kind = mark;
   std::string color;
   std::size_t shape = 0;  // mark: marker shape
-  bool hollow = false;    // mark: outline only
   std::string dash;       // line: stroke-dasharray
   std::string label, title;
 };
@@ -537,10 +536,7 @@ double draw_legend(std::string& s, const std::vector<LegendItem>& items, double 
     switch (it.kind) {
       case LegendItem::mark:
         s += marker(it.shape, x + 9, y - 4, 4,
-                    it.hollow
-                        ? fmt::format("fill=\"none\" stroke=\"{}\" stroke-width=\"1.4\"", it.color)
-                        : fmt::format("fill=\"{}\" stroke=\"{}\"", it.color, it.color),
-                    it.label);
+                    fmt::format("fill=\"{}\" stroke=\"{}\"", it.color, it.color), it.label);
         break;
       case LegendItem::line:
         s += fmt::format(
@@ -621,10 +617,10 @@ std::string timeline_svg(const ClusterRun& r) {
       r.chips > 0 ? fmt::format(", {} chips", group_digits(static_cast<double>(r.chips)))
                   : std::string());
   std::vector<LegendItem> items;
-  items.push_back({LegendItem::line, "#2563eb", 0, false, "", "kept training compute", ""});
-  items.push_back({LegendItem::line, "#6b7280", 0, false, "6 4", "no interruptions", ""});
+  items.push_back({LegendItem::line, "#2563eb", 0, "", "kept training compute", ""});
+  items.push_back({LegendItem::line, "#6b7280", 0, "6 4", "no interruptions", ""});
   for (std::size_t i = 0; i < causes.size() && color[causes[i].first] != kOtherColor; ++i)
-    items.push_back({LegendItem::mark, color[causes[i].first], 0, false, "",
+    items.push_back({LegendItem::mark, color[causes[i].first], 0, "",
                      fmt::format("{} ({})", causes[i].first, causes[i].second), ""});
   if (other > 0) {
     std::string names;
@@ -632,15 +628,14 @@ std::string timeline_svg(const ClusterRun& r) {
       if (color[name] == kOtherColor)
         names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", name, n);
     items.push_back(
-        {LegendItem::mark, kOtherColor, 0, false, "",
+        {LegendItem::mark, kOtherColor, 0, "",
          fmt::format("{} other cause{} ({})", other_causes, other_causes == 1 ? "" : "s", other),
          names});
   }
   items.push_back(
-      {LegendItem::mark, kPlannedColor, 1, false, "", fmt::format("planned ({})", planned), ""});
-  items.push_back(
-      {LegendItem::box, kDownColor, 0, false, "", "down (detect, restart, re-warm)", ""});
-  items.push_back({LegendItem::box, kLostColor, 0, false, "", "lost work", ""});
+      {LegendItem::mark, kPlannedColor, 1, "", fmt::format("planned ({})", planned), ""});
+  items.push_back({LegendItem::box, kDownColor, 0, "", "down (detect, restart, re-warm)", ""});
+  items.push_back({LegendItem::box, kLostColor, 0, "", "lost work", ""});
 
   std::string body;
   const double top = draw_legend(body, items, x0, 42, x1) + 6;
@@ -750,12 +745,12 @@ std::string sweep_svg(const ClusterSweep& sw) {
 
   std::vector<LegendItem> items;
   for (std::size_t i = 0; i < sw.variants.size(); ++i)
-    items.push_back({LegendItem::mark, series_color(i), i, false, "", sw.variants[i].first,
-                     sw.variants[i].second});
-  items.push_back({LegendItem::line, "#374151", 0, false, "", "goodput", ""});
-  items.push_back({LegendItem::line, "#374151", 0, false, "6 4", "ETTR", ""});
-  items.push_back({LegendItem::line, "#111827", 0, false, "2 3", "MFU (healthy step)", ""});
-  if (any_ci) items.push_back({LegendItem::box, "#c7d2fe", 0, false, "", "95% CI of goodput", ""});
+    items.push_back(
+        {LegendItem::mark, series_color(i), i, "", sw.variants[i].first, sw.variants[i].second});
+  items.push_back({LegendItem::line, "#374151", 0, "", "goodput", ""});
+  items.push_back({LegendItem::line, "#374151", 0, "6 4", "ETTR", ""});
+  items.push_back({LegendItem::line, "#111827", 0, "2 3", "MFU (healthy step)", ""});
+  if (any_ci) items.push_back({LegendItem::box, "#c7d2fe", 0, "", "95% CI of goodput", ""});
   std::string body;
   const double top = draw_legend(body, items, x0, 42, x1) + 8;
   const double y0 = top + 300, H = y0 + 52;
