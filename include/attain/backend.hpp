@@ -44,6 +44,12 @@ class Backend {
   virtual Support supports(const Op& op) const = 0;
   // Applies the thread count etc. that the next prepare()d kernels run with.
   virtual std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions& opt) = 0;
+  // "NAME:VARIANT" backends (attain:auto): false with *why when there is no such variant.
+  virtual bool set_variant(std::string_view variant, std::string* why) {
+    *why = "this backend has no variants";
+    (void)variant;
+    return false;
+  }
 };
 
 struct BackendInfo {
@@ -56,6 +62,7 @@ struct BackendInfo {
 // Every backend compiled in, in preference order; "reference" is last.
 const std::vector<BackendInfo>& backend_registry();
 // Throws InputError for an unknown name (listing the known ones) or one that cannot load.
+// "NAME:VARIANT" selects a variant (attain:auto = the attain backend with auto schedules).
 std::unique_ptr<Backend> make_backend(std::string_view name);
 
 }  // namespace attain

@@ -1,6 +1,7 @@
 // The benchmark harness: inputs, verification, timing, roofline, results.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -65,6 +66,21 @@ double available_memory_bytes();
 // wrong answers recorded with their reason. `libraries` receives each backend's version().
 std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
                               const Roofline& roof, std::map<std::string, std::string>* libraries);
+
+// A progress bar with ETA on stderr (only when stderr is a terminal and `on`).
+class ProgressBar {
+ public:
+  ProgressBar(bool on, std::size_t total);
+  ~ProgressBar();
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  void update(std::size_t done, const std::string& what);
+
+ private:
+  bool on_;
+  std::size_t total_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 // Linear-interpolated quantile q in [0, 1] of an ascending, non-empty vector.
 double quantile_sorted(const std::vector<double>& sorted, double q);

@@ -31,13 +31,33 @@ std::string_view path_name(Path p);
 
 struct Schedule {
   Path path = Path::automatic;
-  Isa isa = Isa::automatic;          // micro-kernel family (the best the CPU runs by default)
-  int mc = 0, nc = 0, kc = 0;        // cache blocks; 0 = the per-CPU table (nc: K-aware)
-  int threads_m = 0, threads_n = 0;  // thread grid over C; 0 = heuristic
-  // The decode path: W rows per register tile (0 = kernel default) and K elements per
-  // pipeline tile (0 = default).
+  Isa isa = Isa::automatic;    // micro-kernel family (the best the CPU runs by default)
+  int mc = 0, nc = 0, kc = 0;  // cache blocks; 0 = the per-CPU table (nc: K-aware)
+  // Threads of the parallel region (0 = Params::threads; at most Params::threads).
+  int threads = 0;
+  // Work blocks of C: a grid threads_m x threads_n (0 = heuristic). Outside fused items it is
+  // the thread grid (threads_m * threads_n == threads); with fuse_items it is the blocks each
+  // item is cut into, all items' blocks shared by the region's threads.
+  int threads_m = 0, threads_n = 0;
+  // The decode path: K elements per pipeline tile (0 = default) and split-K: K cut into
+  // split_k slices (multiples of 128) computed as separate blocks and summed at the end
+  // (0 = 1 = none).
   int decode_k_tile = 0;
+  int split_k = 0;
+  int stages = 0;  // tile pipeline depth / prefetch distance (0 = Params::stages)
+  // Batched and grouped calls: every item's blocks in ONE parallel region (true), or one
+  // region per item, each using all threads (false: the engine's behaviour before scheduling).
+  bool fuse_items = false;
+
+  bool operator==(const Schedule&) const = default;
 };
+
+// Text form of a schedule, the one the tuning cache and `attain tune --explain` show:
+// "path=decode isa=avx512 mc=144 nc=864 kc=256 threads=2 grid=1x2 k_tile=1024 split_k=1
+// stages=2 fuse=0". parse_schedule reads it back (fields may be omitted: automatic) and
+// throws std::invalid_argument naming a bad field.
+std::string to_string(const Schedule& s);
+Schedule parse_schedule(std::string_view text);
 
 struct Params {
   // op(A): (M,K). fp8 needs a_scale: one fp32 per (row i of op(A), 128-wide K block),
@@ -92,6 +112,24 @@ void grouped_gemm_contiguous(const Params& p, std::int64_t groups, const std::in
 // masked: A (groups, max_m, K), C (groups, max_m, N); only counts[g] rows of group g are read
 // and written (padding rows may hold anything, NaN included). p.m = max_m.
 void grouped_gemm_masked(const Params& p, std::int64_t groups, const std::int32_t* counts);
+
+// One GEMM call of any form, as the scheduler and the grouped executor see it.
+enum class Form : std::uint8_t { single, batched, grouped_contiguous, grouped_masked };
+struct Call {
+  Params p;
+  Form form = Form::single;
+  std::int64_t items = 1;               // batch or groups
+  BatchStrides strides;                 // batched
+  const std::int32_t* index = nullptr;  // grouped: offsets (groups + 1) or counts (groups)
+};
+std::string_view form_name(Form f);
+// Runs the call in its form (gemm / batched_gemm / grouped_gemm_*).
+void run(const Call& c);
+// Independent calls in ONE parallel region of `threads` threads: every call's (every item's)
+// blocks are shared out to the threads, largest first, so a chain of small ops pays one
+// fork/join instead of one per op. Each call's own schedule gives its path, blocks and
+// split-K; its thread count is the region's. The calls must not write what another reads.
+void run_together(const Call* calls, std::size_t count, int threads);
 
 // Which micro-kernel family this CPU gets (CPUID), honouring ATTAIN_ISA=scalar|avx2|avx512.
 Isa detected_isa();

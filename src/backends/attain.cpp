@@ -1,8 +1,12 @@
 // The attain backend: the harness's ops mapped onto attain::gemm (src/kernels/cpu/gemm/).
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+
 #include "attain/gemm.hpp"
 #include "attain/mla.hpp"
+#include "attain/tune.hpp"
 #include "backends/backends.hpp"
 
 namespace attain::backends {
@@ -13,69 +17,39 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
+// Binds pointers and shapes only: the inputs are neither read nor packed here.
 class AttainKernel final : public Kernel {
  public:
-  // Binds pointers and shapes only: the inputs are neither read nor packed here.
-  AttainKernel(TensorSet& set, const RunOptions& opt) : set_(set) {
-    const Op& op = set.op();
-    const bool fp8 = op.dtype == DType::fp8;
-    p_.a = set["a"].data;
-    p_.b = set["w"].data;
-    p_.c = set["c"].data;
-    p_.a_type = p_.b_type = op.dtype;
-    p_.c_type = op.out_dtype();
-    p_.trans_a = gemm::Trans::N;
-    p_.trans_b = gemm::Trans::T;
-    p_.n = op.n;
-    p_.k = op.k;
-    p_.m = op.m;
-    if (fp8) {
-      p_.a_scale = set["a_scale"].as<float>();
-      p_.b_scale = set["w_scale"].as<float>();
-    }
-    p_.threads = std::max(1, opt.threads);
-    p_.stages = opt.stages;
-    if (op.kind == OpKind::grouped_gemm) {
-      if (op.layout == GroupedLayout::contiguous) {
-        p_.m = op.total_rows();
-        index_ = set["offsets"].as<std::int32_t>();
-      } else {
-        p_.m = op.max_group_rows();
-        index_ = set["counts"].as<std::int32_t>();
-      }
-    }
-  }
-
-  void run() override {
-    const Op& op = set_.op();
-    switch (op.kind) {
-      case OpKind::gemm:
-        return gemm::gemm(p_);
-      case OpKind::batched_gemm: {
-        const std::int64_t kb = ceil_div(op.k, kFp8Block);
-        const gemm::BatchStrides st{op.m * op.k, op.n * op.k, op.m * op.n, op.m * kb,
-                                    ceil_div(op.n, kFp8Block) * kb};
-        return gemm::batched_gemm(p_, op.batch, st);
-      }
-      case OpKind::grouped_gemm:
-        if (op.layout == GroupedLayout::contiguous)
-          return gemm::grouped_gemm_contiguous(p_, op.groups, index_);
-        return gemm::grouped_gemm_masked(p_, op.groups, index_);
-      case OpKind::mla_decode:
-        break;
-    }
-    throw std::logic_error("attain backend: op kind not supported");
-  }
+  explicit AttainKernel(gemm::Call c) : c_(c) {}
+  void run() override { gemm::run(c_); }
 
  private:
-  TensorSet& set_;
-  gemm::Params p_;
-  const std::int32_t* index_ = nullptr;
+  gemm::Call c_;
 };
+
+// The tuning machine model for `threads`, from the probe (cached after the first call).
+const tune::Machine& machine_for(int threads) {
+  static std::mutex mu;
+  static std::map<int, tune::Machine> machines;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = machines.find(threads);
+  if (it == machines.end())
+    it = machines.emplace(threads, tune::Machine::from(probe_host(), threads)).first;
+  return it->second;
+}
 
 class AttainBackend final : public Backend {
  public:
-  std::string_view name() const override { return "attain"; }
+  std::string_view name() const override { return name_; }
+  bool set_variant(std::string_view v, std::string* why) override {
+    if (v != "default" && v != "auto") {
+      *why = "attain variants: default, auto (the schedule)";
+      return false;
+    }
+    schedule_ = std::string(v);
+    name_ = "attain:" + schedule_;
+    return true;
+  }
   std::string version() const override {
     return fmt::format("attain {} ({} kernels)", ATTAIN_VERSION,
                        gemm::isa_name(gemm::detected_isa()));
@@ -92,11 +66,71 @@ class AttainBackend final : public Backend {
     if (opt.stages < 1 || opt.stages > 8) throw InputError("attain backend: --stages must be 1..8");
     // MLA decode runs the FlashMLA-style kernel (src/kernels/cpu/attention), GEMMs the engine.
     if (set.op().kind == OpKind::mla_decode) return make_mla_kernel(set, opt);
-    return std::make_unique<AttainKernel>(set, opt);
+    gemm::Call c = gemm_call(set, opt);
+    const std::string& sched = schedule_.empty() ? opt.schedule : schedule_;
+    if (sched == "auto") {
+      c.p.schedule = tune::Scheduler::instance().choose(c, machine_for(c.p.threads)).schedule;
+    } else if (sched != "default") {
+      throw InputError("attain backend: schedule must be default or auto, not '" + sched + "'");
+    }
+    return std::make_unique<AttainKernel>(c);
   }
+
+ private:
+  std::string name_ = "attain";
+  std::string schedule_;  // from the variant ("attain:auto"); empty: RunOptions decides
 };
 
 }  // namespace
+
+gemm::Call gemm_call(TensorSet& set, const RunOptions& opt) {
+  const Op& op = set.op();
+  gemm::Call c;
+  gemm::Params& p = c.p;
+  p.a = set["a"].data;
+  p.b = set["w"].data;
+  p.c = set["c"].data;
+  p.a_type = p.b_type = op.dtype;
+  p.c_type = op.out_dtype();
+  p.trans_a = gemm::Trans::N;
+  p.trans_b = gemm::Trans::T;
+  p.m = op.m;
+  p.n = op.n;
+  p.k = op.k;
+  if (op.dtype == DType::fp8) {
+    p.a_scale = set["a_scale"].as<float>();
+    p.b_scale = set["w_scale"].as<float>();
+  }
+  p.threads = std::max(1, opt.threads);
+  p.stages = opt.stages;
+  switch (op.kind) {
+    case OpKind::gemm:
+      break;
+    case OpKind::batched_gemm: {
+      const std::int64_t kb = ceil_div(op.k, kFp8Block);
+      c.form = gemm::Form::batched;
+      c.items = op.batch;
+      c.strides = {op.m * op.k, op.n * op.k, op.m * op.n, op.m * kb,
+                   ceil_div(op.n, kFp8Block) * kb};
+      break;
+    }
+    case OpKind::grouped_gemm:
+      c.items = op.groups;
+      if (op.layout == GroupedLayout::contiguous) {
+        c.form = gemm::Form::grouped_contiguous;
+        p.m = op.total_rows();
+        c.index = set["offsets"].as<std::int32_t>();
+      } else {
+        c.form = gemm::Form::grouped_masked;
+        p.m = op.max_group_rows();
+        c.index = set["counts"].as<std::int32_t>();
+      }
+      break;
+    case OpKind::mla_decode:
+      throw std::logic_error("gemm_call: mla_decode is not a GEMM");
+  }
+  return c;
+}
 
 std::unique_ptr<Backend> make_attain(std::string*) {
   return std::make_unique<AttainBackend>();

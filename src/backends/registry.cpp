@@ -21,13 +21,17 @@ const std::vector<BackendInfo>& backend_registry() {
   return list;
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name) {
+std::unique_ptr<Backend> make_backend(std::string_view full) {
+  const std::size_t colon = full.find(':');
+  const std::string_view name = full.substr(0, colon);
   std::string known;
   for (const auto& b : backend_registry()) {
     if (b.name == name) {
       std::string why;
       auto be = b.make(&why);
       if (!be) throw InputError(fmt::format("backend '{}' cannot run here: {}", name, why));
+      if (colon != std::string_view::npos && !be->set_variant(full.substr(colon + 1), &why))
+        throw InputError(fmt::format("backend '{}': {}", full, why));
       return be;
     }
     known += (known.empty() ? "" : ", ") + b.name;

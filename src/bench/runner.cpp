@@ -35,33 +35,6 @@ std::string human_secs(double s) {
   return fmt::format("{:.0f}s", s);
 }
 
-class Progress {
- public:
-  Progress(bool on, std::size_t total) : on_(on && ::isatty(2)), total_(total), t0_(Clock::now()) {}
-  void update(std::size_t done, const std::string& what) {
-    if (!on_) return;
-    const double el = std::chrono::duration<double>(Clock::now() - t0_).count();
-    const double eta =
-        done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
-    const int width = 24;
-    const int fill = total_ ? static_cast<int>(width * done / total_) : width;
-    std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
-    fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K",
-               std::string(static_cast<std::size_t>(fill), '#'),
-               std::string(static_cast<std::size_t>(width - fill), '.'), done, total_, label,
-               done ? human_secs(eta) : "?");
-    std::fflush(stderr);
-  }
-  ~Progress() {
-    if (on_) fmt::print(stderr, "\r\x1b[K");
-  }
-
- private:
-  bool on_;
-  std::size_t total_;
-  Clock::time_point t0_;
-};
-
 Result base_result(const CatalogOp& op, const std::string& backend, const Roofline& roof) {
   Result r;
   r.op = op, r.backend = backend;
@@ -71,6 +44,28 @@ Result base_result(const CatalogOp& op, const std::string& backend, const Roofli
 }
 
 }  // namespace
+
+ProgressBar::ProgressBar(bool on, std::size_t total)
+    : on_(on && ::isatty(2)), total_(total), t0_(std::chrono::steady_clock::now()) {}
+
+void ProgressBar::update(std::size_t done, const std::string& what) {
+  if (!on_) return;
+  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double eta =
+      done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+  const int width = 24;
+  const int fill = total_ ? static_cast<int>(width * done / total_) : width;
+  std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
+  fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K",
+             std::string(static_cast<std::size_t>(fill), '#'),
+             std::string(static_cast<std::size_t>(width - fill), '.'), done, total_, label,
+             done ? human_secs(eta) : "?");
+  std::fflush(stderr);
+}
+
+ProgressBar::~ProgressBar() {
+  if (on_) fmt::print(stderr, "\r\x1b[K");
+}
 
 std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
                               const Roofline& roof, std::map<std::string, std::string>* libraries) {
@@ -83,7 +78,7 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
   const double limit =
       cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
   std::vector<Result> out;
-  Progress progress(cfg.progress, ops.size());
+  ProgressBar progress(cfg.progress, ops.size());
   for (std::size_t oi = 0; oi < ops.size(); ++oi) {
     const CatalogOp& cop = ops[oi];
     progress.update(oi, cop.op.spec());

@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <thread>
 
+#include "attain/layer.hpp"
 #include "attain/moe.hpp"
+#include "attain/tune.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
 
@@ -22,15 +26,132 @@ std::string default_backends() {
   return s;
 }
 
+struct Opts {
+  OpSource src;
+  std::string backends = default_backends(), out, schedule = "default", layer;
+  int threads = 0, stages = 2;
+  double max_seconds = 0.25;
+  bool hot = false, json = false, no_progress = false, list = false, no_tune = false;
+  std::uint64_t seed = 42;
+};
+
+// Auto schedules come from the tuning cache: the ops it lacks are tuned first (what
+// `attain tune` does), so a bench of attain:auto measures tuned schedules, not guesses.
+void tune_for_auto(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                   const HostCeilings& host, bool no_tune, bool verbose) {
+  const bool uses_auto =
+      std::any_of(cfg.backends.begin(), cfg.backends.end(), [&](const std::string& b) {
+        return b == "attain:auto" || (b == "attain" && cfg.run.schedule == "auto");
+      });
+  if (!uses_auto || no_tune) return;
+  tune::Scheduler& sched = tune::Scheduler::instance();
+  tune::TuneConfig tc;
+  tc.threads = cfg.run.threads;
+  tc.stages = cfg.run.stages;
+  tc.seed = cfg.seed;
+  tc.progress = cfg.progress;
+  tc.search.llc_bytes = cfg.timing.llc_bytes;
+  const tune::Machine m = tune::Machine::from(host, tc.threads);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto outs = tune::tune_ops(ops, tc, sched, m);
+  std::size_t tuned = 0;
+  for (const auto& x : outs) {
+    tuned += x.status == "tuned";
+    if (x.status == "wrong" || x.status == "error")
+      fmt::print(stderr, "attain: tuning {}: {}: {}\n", x.op.op.spec(), x.status, x.reason);
+  }
+  if (verbose && tuned > 0)
+    fmt::print("tuned {} ops the cache lacked in {:.1f} s ({})\n", tuned,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               sched.cache().path().string());
+}
+
+// attain bench --layer: one decoder layer's chain of ops, end to end, per backend.
+int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings& host,
+                      const Roofline& roof) {
+  const LayerSpec spec = parse_layer_spec(o.layer, o.src.context, dtype_arg(o.src.dtype));
+  const ModelConfig model = load_bundled_model(spec.model);
+  const std::vector<LayerOp> lops = layer_ops(model, spec.pass);
+  std::vector<CatalogOp> ops;
+  double flops = 0, bytes = 0, floor_s = 0;
+  for (const auto& l : lops) {
+    ops.push_back(l.op);
+    flops += l.op.op.flops();
+    bytes += l.op.op.bytes();
+    floor_s += l.op.op.flops() / (roof.attainable_tflops(l.op.op) * 1e12);
+  }
+  const int stages = lops.empty() ? 0
+                                  : static_cast<int>(std::set<int>([&] {
+                                                       std::set<int> s;
+                                                       for (const auto& l : lops) s.insert(l.stage);
+                                                       return s;
+                                                     }())
+                                                         .size());
+  if (!o.json) {
+    fmt::print(
+        "attain bench --layer {}: {} {} tokens{}, {} ops in {} stages, {:.3f} GFLOP, {:.1f} MB; "
+        "{} threads; roofline floor {:.3f} ms\n",
+        o.layer, model.name, spec.pass.tokens,
+        spec.pass.phase == "decode" ? fmt::format(" @ context {}", spec.pass.context) : "",
+        lops.size(), stages, flops / 1e9, bytes / 1e6, cfg.run.threads, floor_s * 1e3);
+    for (const auto& l : lops)
+      fmt::print("  stage {}  {:<16} {}\n", l.stage, l.role, l.op.op.spec());
+  }
+  tune_for_auto(ops, cfg, host, o.no_tune, !o.json);
+  const std::vector<LayerResult> rs = run_layer(lops, cfg);
+  nlohmann::json j = {{"schema", "attain.layer/1"},
+                      {"layer", o.layer},
+                      {"model", model.name},
+                      {"phase", spec.pass.phase},
+                      {"tokens", spec.pass.tokens},
+                      {"context", spec.pass.context},
+                      {"dtype", dtype_name(spec.pass.dtype)},
+                      {"threads", cfg.run.threads},
+                      {"created", now_iso()},
+                      {"command", command_line()},
+                      {"flops", flops},
+                      {"bytes", bytes},
+                      {"roofline_floor_s", floor_s},
+                      {"ops", nlohmann::json::array()},
+                      {"results", nlohmann::json::array()}};
+  for (const auto& l : lops)
+    j["ops"].push_back({{"spec", l.op.op.spec()}, {"role", l.role}, {"stage", l.stage}});
+  const LayerResult* base = nullptr;
+  for (const auto& r : rs)
+    if (r.status == "ok" && base == nullptr) base = &r;
+  for (const auto& r : rs) {
+    nlohmann::json e = {{"backend", r.backend}, {"status", r.status}, {"verified", r.verified}};
+    if (!r.reason.empty()) e["reason"] = r.reason;
+    if (r.status == "ok") {
+      e["median_s"] = r.median_s;
+      e["min_s"] = r.min_s;
+      e["iqr_s"] = r.iqr_s;
+      e["reps"] = r.reps;
+      e["steps"] = r.regions;
+      e["roofline_fraction"] = floor_s / r.median_s;
+      if (base != nullptr) e["speedup_vs_" + base->backend] = base->median_s / r.median_s;
+    }
+    j["results"].push_back(e);
+  }
+  if (!o.out.empty() || o.json) emit_json(j, o.out, o.json);
+  if (o.json) return 0;
+  fmt::print("\n{:<14} {:>11} {:>9} {:>6} {:>9} {:>10}\n", "backend", "layer time", "IQR", "steps",
+             "roofline", base ? "vs " + base->backend : "");
+  int bad = 0;
+  for (const auto& r : rs) {
+    if (r.status != "ok") {
+      fmt::print("{:<14} {}: {}\n", r.backend, r.status, r.reason);
+      bad += r.status == "wrong" || r.status == "error";
+      continue;
+    }
+    fmt::print("{:<14} {:>8.3f} ms {:>6.3f} ms {:>6} {:>8.0f}% {:>9.2f}x\n", r.backend,
+               r.median_s * 1e3, r.iqr_s * 1e3, r.regions, 100 * floor_s / r.median_s,
+               base->median_s / r.median_s);
+  }
+  return bad > 0 ? 1 : 0;
+}
+
 const bool registered = add_command([](CLI::App& app) {
-  struct Opts {
-    OpSource src;
-    std::string backends = default_backends(), out, schedule = "default";
-    int threads = 0, stages = 2;
-    double max_seconds = 0.25;
-    bool hot = false, json = false, no_progress = false, list = false;
-    std::uint64_t seed = 42;
-  };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
       "bench", "Measure ops (a suite, a model, one op) on backends, verified first");
@@ -44,8 +165,16 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_flag("--hot", o->hot, "warm cache: no input rotation, no LLC flush");
   sub->add_option("--stages", o->stages, "attain backend: tile pipeline depth (1 = no prefetch)")
       ->capture_default_str();
-  sub->add_option("--schedule", o->schedule, "attain backend: default or auto")
+  sub->add_option("--schedule", o->schedule,
+                  "attain backend: default or auto (attain:auto in --backend runs auto beside "
+                  "the default)")
       ->capture_default_str();
+  sub->add_option("--layer", o->layer,
+                  "MODEL:PHASE:TOKENS: time one decoder layer's op chain end to end (e.g. "
+                  "deepseek-v3:decode:32; --context and --dtype apply)");
+  sub->add_flag("--no-tune", o->no_tune,
+                "auto schedules: do not tune the ops the cache lacks (use the nearest tuned "
+                "shape or the cost model)");
   sub->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "print the results file (JSON) on stdout instead of the table");
   sub->add_option("--out", o->out, "write the results file (schema attain.results/1) here");
@@ -62,7 +191,6 @@ const bool registered = add_command([](CLI::App& app) {
       }
       return 0;
     }
-    const auto ops = o->src.resolve("quick");
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (o->threads < 0 || o->threads > 4 * hw)
       throw InputError(
@@ -72,6 +200,10 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->schedule != "default" && o->schedule != "auto")
       throw InputError(fmt::format("--schedule {} (known: default, auto)", o->schedule));
     if (!(o->max_seconds > 0)) throw InputError("--max-seconds must be positive");
+    if (!o->layer.empty() && (!o->src.suite.empty() || !o->src.ops.empty() ||
+                              !o->src.shape.empty() || !o->src.model.empty()))
+      throw InputError("--layer runs one layer: it takes no --suite, --model, --op or --shape");
+    const auto ops = o->layer.empty() ? o->src.resolve("quick") : std::vector<CatalogOp>{};
     BenchConfig cfg;
     cfg.backends = split_list(o->backends);
     if (cfg.backends.empty()) throw InputError("--backend needs at least one backend");
@@ -106,6 +238,7 @@ const bool registered = add_command([](CLI::App& app) {
         {"timing", "median of repeats after warm-up; cold cache by input rotation or LLC flush"},
         {"flops_model", "2*M*N*K per GEMM (grouped: summed; mla: QK^T + PV)"},
         {"bytes_model", "inputs read once + outputs written once, stored dtypes"}};
+    if (!o->layer.empty()) return run_layer_command(*o, cfg, host, roof);
     if (!o->json)
       fmt::print(
           "attain bench: {} ops x {} backends, {} threads, {} cache; roofline {:.1f} GFLOP/s, "
@@ -122,6 +255,7 @@ const bool registered = add_command([](CLI::App& app) {
       if (mpi->rank() != 0) return 0;
       rf.config["ranks"] = mpi->size();
     } else {
+      tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
       rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
     }
     const Summary sum = summarize(rf.results, cfg.backends);

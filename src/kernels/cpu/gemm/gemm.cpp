@@ -16,11 +16,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "attain/threadpool.hpp"
 #include "attain/tile.hpp"
@@ -80,9 +83,16 @@ struct Problem {
   const Params* p;
   const KernelFamily* fam;
   Blocking blk;
-  Schedule s;
+  Schedule s;  // resolved: every field set
   std::int64_t lda, ldb, ldc, lda_s, ldb_s;
   const float* e4m3;
+  // The decode path: A as fp32 rows with scales applied (p->a itself when it already is).
+  const float* a32 = nullptr;
+  std::int64_t lda32 = 0;
+  // Split-K: slices of kslice K elements, partial sums in `partial` (slices x m x n).
+  int slices = 1;
+  std::int64_t kslice = 0;
+  float* partial = nullptr;
 };
 
 // op(A)(i, p) and op(B)(p, j) storage addresses.
@@ -222,7 +232,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const int MR = f.mr, NR = f.nr;
   const std::int64_t K = p.k, KC = pr.s.kc, MC = pr.s.mc;
   const std::int64_t NC = pr.s.nc;
-  const int stages = tile::clamp_stages(p.stages, ceil_div(K, KC));
+  const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
   const bool c_f32 = p.c_type == DType::f32;
   Workspace& ws = workspace();
   float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
@@ -289,26 +299,34 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
 }
 
 // ---- the decode path ----
-void decode_block(const Problem& pr, const float* a, std::int64_t lda, std::int64_t n0,
-                  std::int64_t n1) {
+// Columns [n0, n1) of C over K slice `slice` (-1: all of K).
+void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice) {
   const Params& p = *pr.p;
   Workspace& ws = workspace();
+  const std::int64_t k0 = slice < 0 ? 0 : slice * pr.kslice;
+  const std::int64_t k1 = slice < 0 ? p.k : std::min(p.k, k0 + pr.kslice);
   detail::DecodeArgs g;
-  g.a = a;
-  g.lda = lda;
+  g.a = pr.a32 + k0;
+  g.lda = pr.lda32;
   g.m = p.m;
-  g.k = p.k;
-  g.w = p.b;
+  g.k = k1 - k0;
+  g.w = static_cast<const std::byte*>(p.b) + k0 * static_cast<std::int64_t>(dtype_size(p.b_type));
   g.w_type = p.b_type;
   g.ldw = pr.ldb;
-  g.w_scale = p.b_scale;
+  g.w_scale = p.b_scale != nullptr ? p.b_scale + k0 / kFp8Block : nullptr;
   g.ld_wscale = pr.ldb_s;
   g.n0 = n0;
   g.n1 = n1;
   g.e4m3 = pr.e4m3;
-  g.stages = p.stages;
+  g.stages = pr.s.stages;
   g.k_tile = pr.s.decode_k_tile;
   g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
+  if (slice >= 0) {  // a partial sum: reduced by finish_split()
+    g.out = pr.partial + slice * p.m * p.n + n0;
+    g.ldo = p.n;
+    pr.fam->decode(g);
+    return;
+  }
   const bool direct = p.c_type == DType::f32 && p.alpha == 1.0f && p.beta == 0.0f;
   if (direct) {
     g.out = static_cast<float*>(p.c) + n0;
@@ -321,15 +339,46 @@ void decode_block(const Problem& pr, const float* a, std::int64_t lda, std::int6
   if (!direct) write_back(pr, 0, n0, p.m, n1 - n0, g.out, g.ldo);
 }
 
+// C = alpha * (sum of the split-K partial sums) + beta * C.
+void finish_split(const Problem& pr) {
+  const Params& p = *pr.p;
+  const std::int64_t mn = p.m * p.n;
+  for (int s = 1; s < pr.slices; ++s) {
+    const float* src = pr.partial + s * mn;
+    for (std::int64_t i = 0; i < mn; ++i) pr.partial[i] += src[i];
+  }
+  write_back(pr, 0, 0, p.m, p.n, pr.partial, p.n);
+}
+
 // ---- checks and the heuristic ----
-void check(const Params& p) {
+// `fused`: the call's items share one region, so the grid is blocks per item (any size).
+void check(const Params& p, bool fused) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("gemm: " + what); };
   if (p.m < 0 || p.n < 0 || p.k < 0) fail("negative dimension");
   for (DType t : {p.a_type, p.b_type})
     if (!is_op_dtype(t)) fail(fmt::format("input dtype {} not supported", dtype_name(t)));
   if (p.c_type != DType::f32 && p.c_type != DType::bf16 && p.c_type != DType::f16)
     fail(fmt::format("output dtype {} not supported (fp32, bf16, fp16)", dtype_name(p.c_type)));
+  if (p.threads < 1) fail("threads < 1");
+  if (p.stages < 1 || p.stages > tile::kMaxStages)
+    fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
+  const Schedule& s = p.schedule;
+  if (s.isa != Isa::automatic && !isa_supported(s.isa))
+    fail(fmt::format("isa {} not supported by this CPU", isa_name(s.isa)));
+  if (s.mc < 0 || s.nc < 0 || s.kc < 0 || s.threads_m < 0 || s.threads_n < 0 ||
+      s.decode_k_tile < 0 || s.threads < 0 || s.split_k < 0 || s.stages < 0)
+    fail("negative schedule field");
+  if (s.threads > p.threads) fail("schedule threads > Params::threads");
+  if (s.stages > tile::kMaxStages) fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
+  const int region = s.threads != 0 ? s.threads : p.threads;
+  if (!fused && s.threads_m * s.threads_n != 0 && s.threads_m * s.threads_n != region)
+    fail("threads_m * threads_n must equal threads");
+  if ((s.threads_m == 0) != (s.threads_n == 0)) fail("threads_m and threads_n: set both or none");
+  if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
+  if (s.split_k > 1 && s.path == Path::packed) fail("split_k needs the decode path");
   if (p.m == 0 || p.n == 0) return;
+  if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
+    fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
   if (p.ldc != 0 && p.ldc < p.n) fail("ldc < n");
@@ -342,29 +391,17 @@ void check(const Params& p) {
   if (p.b_type == DType::fp8 && p.k > 0 && p.b_scale == nullptr) fail("fp8 B needs b_scale");
   if (p.lda_scale != 0 && p.lda_scale < kb) fail("lda_scale < ceil(k/128)");
   if (p.ldb_scale != 0 && p.ldb_scale < kb) fail("ldb_scale < ceil(k/128)");
-  if (p.threads < 1) fail("threads < 1");
-  if (p.stages < 1 || p.stages > tile::kMaxStages)
-    fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
-  const Schedule& s = p.schedule;
-  if (s.isa != Isa::automatic && !isa_supported(s.isa))
-    fail(fmt::format("isa {} not supported by this CPU", isa_name(s.isa)));
-  if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
-    fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
-  if (s.mc < 0 || s.nc < 0 || s.kc < 0 || s.threads_m < 0 || s.threads_n < 0 || s.decode_k_tile < 0)
-    fail("negative schedule field");
-  if (s.threads_m * s.threads_n != 0 && s.threads_m * s.threads_n != p.threads)
-    fail("threads_m * threads_n must equal threads");
-  if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
 }
 
 // Thread grid: the (tm, tn) with tm * tn = threads that minimises the busiest thread's work,
 // counting padded micro-tiles (compute) and the elements it packs (A once per NC block,
 // B once), a packed element weighted like 8 flops.
-void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, Schedule& s) {
+void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int threads,
+                 Schedule& s) {
   double best = std::numeric_limits<double>::max();
-  for (int tm = 1; tm <= p.threads; ++tm) {
-    if (p.threads % tm != 0) continue;
-    const int tn = p.threads / tm;
+  for (int tm = 1; tm <= threads; ++tm) {
+    if (threads % tm != 0) continue;
+    const int tn = threads / tm;
     const std::int64_t mt = ceil_div(p.m, tm), nt = round_up(ceil_div(p.n, tn), f.nr);
     const double compute = 2.0 * static_cast<double>(round_up(mt, f.mr) * nt * p.k);
     const double pack = static_cast<double>(mt * p.k * ceil_div(nt, nc) + nt * p.k);
@@ -377,10 +414,49 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, Schedu
   }
 }
 
-Problem make_problem(const Params& p) {
+// Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
+// region's threads, or with fused items the share of them one item gets).
+Schedule resolve_with(const Params& p, int blocks) {
+  Schedule s = p.schedule;
+  if (s.isa == Isa::automatic) s.isa = detected_isa();
+  const KernelFamily& f = detail::family(s.isa);
+  const Blocking& b = detail::blocking(s.isa);
+  if (s.path == Path::automatic) {
+    // Decode when the weights dominate the traffic and there are too few rows of A to
+    // amortise packing them: M up to the table's measured crossover, W stored (N, K).
+    const int max_m = p.b_type == DType::f32 ? b.decode_max_m_f32 : b.decode_max_m_lowp;
+    s.path =
+        (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
+    if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
+  }
+  if (s.threads == 0) s.threads = p.threads;
+  if (s.stages == 0) s.stages = p.stages;
+  if (s.split_k == 0) s.split_k = 1;
+  if (s.mc == 0) s.mc = b.mc;
+  s.mc = static_cast<int>(round_up(s.mc, f.mr));
+  if (s.kc == 0) s.kc = b.kc;
+  if (s.nc == 0) {
+    // B is packed for the whole K of a column block: keep that panel within the budget.
+    const std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
+    s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
+  }
+  s.nc = static_cast<int>(round_up(s.nc, f.nr));
+  if (s.decode_k_tile == 0) s.decode_k_tile = 1024;  // 2-4 KiB per W row ahead at 2 stages
+  if (s.threads_m * s.threads_n == 0) {
+    if (s.path == Path::decode) {
+      s.threads_m = 1;
+      s.threads_n = std::max(1, blocks);
+    } else {
+      choose_grid(p, f, s.nc, std::max(1, blocks), s);
+    }
+  }
+  return s;
+}
+
+Problem make_problem(const Params& p, const Schedule& s) {
   Problem pr{};
   pr.p = &p;
-  pr.s = resolve(p);
+  pr.s = s;
   pr.fam = &detail::family(pr.s.isa);
   pr.blk = detail::blocking(pr.s.isa);
   pr.lda = p.lda != 0 ? p.lda : (p.trans_a == Trans::N ? p.k : p.m);
@@ -390,6 +466,10 @@ Problem make_problem(const Params& p) {
   pr.lda_s = p.lda_scale != 0 ? p.lda_scale : kb;
   pr.ldb_s = p.ldb_scale != 0 ? p.ldb_scale : kb;
   pr.e4m3 = e4m3_table();
+  if (s.path == Path::decode && s.split_k > 1) {
+    pr.kslice = round_up(ceil_div(p.k, s.split_k), kFp8Block);
+    pr.slices = static_cast<int>(ceil_div(p.k, pr.kslice));
+  }
   return pr;
 }
 
@@ -403,116 +483,260 @@ void scale_c(const Problem& pr) {
     }
 }
 
-void run_decode(const Problem& pr) {
+// ---- blocks and the executor ----
+// One piece of work for one thread: C[m0:m1, n0:n1] of a problem (a K slice of it with
+// split-K). Every call form and run_together reduce to a list of blocks run in one region.
+struct Block {
+  const Problem* pr;
+  std::int64_t m0, m1, n0, n1;
+  int slice;    // split-K slice, -1 = all of K
+  double cost;  // for the order in which threads take blocks
+};
+
+void add_blocks(const Problem& pr, std::vector<Block>& out) {
   const Params& p = *pr.p;
-  // A as fp32 rows with its scales applied (small: M <= 64 rows), unless it already is.
-  const float* a = static_cast<const float*>(p.a);
-  std::int64_t lda = pr.lda;
-  if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
-    float* buf = workspace().a_conv.get(p.m * p.k);
-    for (std::int64_t i = 0; i < p.m; ++i) {
-      if (p.trans_a == Trans::N) {
-        convert_k_run(
-            pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i, q); },
-            [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * p.k);
+  const Schedule& s = pr.s;
+  if (s.path == Path::decode) {
+    const std::int64_t chunk = round_up(ceil_div(p.n, s.threads_n), detail::kDecodeRows);
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
+      const std::int64_t n1 = std::min(p.n, n0 + chunk);
+      const double kk = static_cast<double>(pr.slices > 1 ? pr.kslice : p.k);
+      const double cost = static_cast<double>(n1 - n0) * kk * (4.0 + static_cast<double>(p.m));
+      if (pr.slices > 1) {
+        for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, 0, p.m, n0, n1, sl, cost});
       } else {
-        for (std::int64_t q = 0; q < p.k; ++q) {
-          float v;
-          pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3, &v);
-          buf[i * p.k + q] = v;
-        }
+        out.push_back({&pr, 0, p.m, n0, n1, -1, cost});
       }
     }
-    a = buf;
-    lda = p.k;
+    return;
   }
-  // Threads split N in multiples of the register tile's W rows.
-  const int t = p.threads;
-  const std::int64_t chunk = round_up(ceil_div(p.n, t), detail::kDecodeRows);
-  ThreadPool::instance().run(t, [&](int tid, int) {
-    const std::int64_t n0 = std::min(p.n, tid * chunk), n1 = std::min(p.n, n0 + chunk);
-    if (n0 < n1) decode_block(pr, a, lda, n0, n1);
+  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->mr);
+  const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->nr);
+  for (int tm = 0; tm < s.threads_m; ++tm)
+    for (int tn = 0; tn < s.threads_n; ++tn) {
+      const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
+      const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
+      if (m0 < m1 && n0 < n1)
+        out.push_back(
+            {&pr, m0, m1, n0, n1, -1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0) * p.k)});
+    }
+}
+
+void run_block(const Block& b) {
+  if (b.pr->s.path == Path::decode) return decode_block(*b.pr, b.n0, b.n1, b.slice);
+  packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
+}
+
+// Runs the blocks in one parallel region of at most `threads` threads. As many blocks as
+// threads: block t on thread t (the engine's thread grid). Otherwise the threads take blocks
+// largest first from a shared counter.
+void execute(std::vector<Block>& blocks, int threads) {
+  const int t = static_cast<int>(std::min<std::size_t>(std::max(1, threads), blocks.size()));
+  if (blocks.empty()) return;
+  if (t <= 1) {
+    for (const Block& b : blocks) run_block(b);
+    return;
+  }
+  if (static_cast<std::size_t>(t) == blocks.size()) {
+    ThreadPool::instance().run(t, [&](int tid, int) { run_block(blocks[tid]); });
+    return;
+  }
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [](const Block& a, const Block& b) { return a.cost > b.cost; });
+  std::atomic<std::size_t> next{0};
+  ThreadPool::instance().run(t, [&](int, int) {
+    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();)
+      run_block(blocks[i]);
   });
 }
 
-void run_packed(const Problem& pr) {
-  const Params& p = *pr.p;
-  const Schedule& s = pr.s;
-  const int MR = pr.fam->mr, NR = pr.fam->nr;
-  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), MR);
-  const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), NR);
-  ThreadPool::instance().run(p.threads, [&](int tid, int) {
-    const std::int64_t tm = tid / s.threads_n, tn = tid % s.threads_n;
-    const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
-    const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
-    if (m0 < m1 && n0 < n1) packed_block(pr, m0, m1, n0, n1);
-  });
+// Caller-thread scratch of one execution: problems, blocks, converted A and split-K sums
+// (grow-only, so a repeated call does not allocate).
+struct Batch {
+  std::vector<Params> params;
+  std::vector<Problem> problems;
+  std::vector<Block> blocks;
+  std::vector<std::size_t> counts;  // items per call
+  Buffer a32, partial;
+};
+Batch& batch_scratch() {
+  thread_local Batch b;
+  return b;
+}
+
+// Runs every problem of the batch (already resolved) in one region: converts A for the
+// decode problems that need it, makes the blocks, executes, sums the split-K partials.
+void execute_problems(Batch& bt, int threads) {
+  std::int64_t conv = 0, part = 0;
+  for (Problem& pr : bt.problems) {
+    const Params& p = *pr.p;
+    if (p.k == 0 || p.alpha == 0.0f) continue;
+    if (pr.s.path == Path::decode && (p.a_type != DType::f32 || p.trans_a != Trans::N))
+      conv += round_up(p.m * p.k, 16);
+    if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
+  }
+  float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
+  float* part_buf = part > 0 ? bt.partial.get(part) : nullptr;
+  bt.blocks.clear();
+  for (Problem& pr : bt.problems) {
+    const Params& p = *pr.p;
+    if (p.k == 0 || p.alpha == 0.0f) {  // C = beta * C: A and B are not read
+      scale_c(pr);
+      continue;
+    }
+    if (pr.s.path == Path::decode) {
+      pr.a32 = static_cast<const float*>(p.a);
+      pr.lda32 = pr.lda;
+      if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
+        // A as fp32 rows with its scales applied (small: M <= 64 rows).
+        float* buf = conv_buf;
+        conv_buf += round_up(p.m * p.k, 16);
+        for (std::int64_t i = 0; i < p.m; ++i) {
+          if (p.trans_a == Trans::N) {
+            convert_k_run(
+                pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i, q); },
+                [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * p.k);
+          } else {
+            for (std::int64_t q = 0; q < p.k; ++q)
+              pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3,
+                              buf + i * p.k + q);
+          }
+        }
+        pr.a32 = buf;
+        pr.lda32 = p.k;
+      }
+      if (pr.slices > 1) {
+        pr.partial = part_buf;
+        part_buf += round_up(pr.slices * p.m * p.n, 16);
+      }
+    }
+    add_blocks(pr, bt.blocks);
+  }
+  execute(bt.blocks, threads);
+  for (const Problem& pr : bt.problems)
+    if (pr.slices > 1 && pr.p->k > 0 && pr.p->alpha != 0.0f) finish_split(pr);
 }
 
 }  // namespace
 
 Schedule resolve(const Params& p) {
-  Schedule s = p.schedule;
-  if (s.isa == Isa::automatic) s.isa = detected_isa();
-  const KernelFamily& f = detail::family(s.isa);
-  const Blocking& b = detail::blocking(s.isa);
-  if (s.path == Path::automatic) {
-    // Decode when the weights dominate the traffic and there are too few rows of A to
-    // amortise packing them: M up to the table's measured crossover, W stored (N, K).
-    const int max_m = p.b_type == DType::f32 ? b.decode_max_m_f32 : b.decode_max_m_lowp;
-    s.path = (p.trans_b == Trans::T && p.m <= max_m) ? Path::decode : Path::packed;
-  }
-  if (s.mc == 0) s.mc = b.mc;
-  s.mc = static_cast<int>(round_up(s.mc, f.mr));
-  if (s.kc == 0) s.kc = b.kc;
-  if (s.nc == 0) {
-    // B is packed for the whole K of a column block: keep that panel within the budget.
-    const std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
-    s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
-  }
-  s.nc = static_cast<int>(round_up(s.nc, f.nr));
-  if (s.decode_k_tile == 0) s.decode_k_tile = 1024;  // 2-4 KiB per W row ahead at 2 stages
-  if (s.path == Path::decode) {
-    s.threads_m = 1;
-    s.threads_n = p.threads;
-  } else if (s.threads_m * s.threads_n == 0) {
-    choose_grid(p, f, s.nc, s);
-  }
-  return s;
+  return resolve_with(p, p.schedule.threads != 0 ? p.schedule.threads : p.threads);
 }
 
 std::string describe(const Schedule& s) {
   const auto& f = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
-  return fmt::format("path={} kernel={} mc={} nc={} kc={} grid={}x{} decode_k_tile={}",
-                     path_name(s.path), f.name, s.mc, s.nc, s.kc, s.threads_m, s.threads_n,
-                     s.decode_k_tile);
+  std::string d =
+      fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}", path_name(s.path),
+                  f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n);
+  if (s.path != Path::packed) d += fmt::format(" k_tile={} split_k={}", s.decode_k_tile, s.split_k);
+  d += fmt::format(" stages={}{}", s.stages, s.fuse_items ? " fused-items" : "");
+  return d;
+}
+
+std::string to_string(const Schedule& s) {
+  return fmt::format(
+      "path={} isa={} mc={} nc={} kc={} threads={} grid={}x{} k_tile={} split_k={} stages={} "
+      "fuse={}",
+      path_name(s.path), isa_name(s.isa), s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n,
+      s.decode_k_tile, s.split_k, s.stages, s.fuse_items ? 1 : 0);
+}
+
+Schedule parse_schedule(std::string_view text) {
+  Schedule s;
+  auto bad = [](std::string_view what) {
+    throw std::invalid_argument("schedule: bad field '" + std::string(what) + "'");
+  };
+  auto to_int = [&](std::string_view field, std::string_view v) {
+    int x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || x < 0) bad(field);
+    return x;
+  };
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (pos >= text.size()) break;
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view field = text.substr(pos, end - pos);
+    pos = end;
+    const std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos) bad(field);
+    const std::string_view key = field.substr(0, eq), v = field.substr(eq + 1);
+    if (key == "path") {
+      if (v == "auto")
+        s.path = Path::automatic;
+      else if (v == "packed")
+        s.path = Path::packed;
+      else if (v == "decode")
+        s.path = Path::decode;
+      else
+        bad(field);
+    } else if (key == "isa") {
+      bool found = false;
+      for (Isa i : {Isa::automatic, Isa::scalar, Isa::avx2, Isa::avx512})
+        if (v == isa_name(i)) {
+          s.isa = i;
+          found = true;
+        }
+      if (!found) bad(field);
+    } else if (key == "mc") {
+      s.mc = to_int(field, v);
+    } else if (key == "nc") {
+      s.nc = to_int(field, v);
+    } else if (key == "kc") {
+      s.kc = to_int(field, v);
+    } else if (key == "threads") {
+      s.threads = to_int(field, v);
+    } else if (key == "grid") {
+      const std::size_t x = v.find('x');
+      if (x == std::string_view::npos) bad(field);
+      s.threads_m = to_int(field, v.substr(0, x));
+      s.threads_n = to_int(field, v.substr(x + 1));
+    } else if (key == "k_tile") {
+      s.decode_k_tile = to_int(field, v);
+    } else if (key == "split_k") {
+      s.split_k = to_int(field, v);
+    } else if (key == "stages") {
+      s.stages = to_int(field, v);
+    } else if (key == "fuse") {
+      s.fuse_items = to_int(field, v) != 0;
+    } else {
+      bad(field);
+    }
+  }
+  return s;
+}
+
+std::string_view form_name(Form f) {
+  switch (f) {
+    case Form::single:
+      return "gemm";
+    case Form::batched:
+      return "batched";
+    case Form::grouped_contiguous:
+      return "grouped_contiguous";
+    case Form::grouped_masked:
+      return "grouped_masked";
+  }
+  return "?";
 }
 
 void gemm(const Params& p) {
-  check(p);
+  check(p, false);
   if (p.m == 0 || p.n == 0) return;
-  const Problem pr = make_problem(p);
-  if (p.k == 0 || p.alpha == 0.0f) return scale_c(pr);
-  if (pr.s.path == Path::decode) return run_decode(pr);
-  run_packed(pr);
-}
-
-void batched_gemm(const Params& p, std::int64_t batch, const BatchStrides& st) {
-  if (batch < 0) throw std::invalid_argument("gemm: negative batch");
-  Params q = p;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    q.a = static_cast<const std::byte*>(p.a) +
-          b * st.a * static_cast<std::int64_t>(dtype_size(p.a_type));
-    q.b = static_cast<const std::byte*>(p.b) +
-          b * st.b * static_cast<std::int64_t>(dtype_size(p.b_type));
-    q.c = static_cast<std::byte*>(p.c) + b * st.c * static_cast<std::int64_t>(dtype_size(p.c_type));
-    if (p.a_scale != nullptr) q.a_scale = p.a_scale + b * st.a_scale;
-    if (p.b_scale != nullptr) q.b_scale = p.b_scale + b * st.b_scale;
-    gemm(q);
-  }
+  Batch& bt = batch_scratch();
+  // A nested call (from inside a region) must not clobber the caller's scratch.
+  Batch local;
+  Batch& use = bt.problems.empty() ? bt : local;
+  use.problems.clear();
+  use.problems.push_back(make_problem(p, resolve(p)));
+  execute_problems(use, use.problems.front().s.threads);
+  use.problems.clear();
 }
 
 namespace {
+
 // Group g's weights: (N, K) rows at b + g * N * ldb, scales at b_scale + g * ceil(N/128) *
 // ldb_scale.
 Params group_params(const Params& p, std::int64_t g) {
@@ -524,51 +748,150 @@ Params group_params(const Params& p, std::int64_t g) {
   if (p.b_scale != nullptr) q.b_scale = p.b_scale + g * ceil_div(p.n, kFp8Block) * ldbs;
   return q;
 }
-void check_grouped(const Params& p, std::int64_t groups) {
-  if (groups < 0) throw std::invalid_argument("gemm: negative group count");
-  if (p.trans_a != Trans::N || p.trans_b != Trans::T)
-    throw std::invalid_argument("gemm: grouped GEMM takes A (rows, K) and W (groups, N, K)");
-}
-}  // namespace
 
-void grouped_gemm_contiguous(const Params& p, std::int64_t groups, const std::int32_t* offsets) {
-  check_grouped(p, groups);
+void check_call(const Call& c) {
+  if (c.items < 0)
+    throw std::invalid_argument(c.form == Form::batched ? "gemm: negative batch"
+                                                        : "gemm: negative group count");
+  if (c.form == Form::grouped_contiguous || c.form == Form::grouped_masked) {
+    if (c.p.trans_a != Trans::N || c.p.trans_b != Trans::T)
+      throw std::invalid_argument("gemm: grouped GEMM takes A (rows, K) and W (groups, N, K)");
+    if (c.items > 0 && c.index == nullptr)
+      throw std::invalid_argument("gemm: grouped GEMM needs offsets / counts");
+  }
+}
+
+void expand_items(const Call& c, std::vector<Params>& out) {
+  const Params& p = c.p;
+  if (c.form == Form::single) {
+    out.push_back(p);
+    return;
+  }
+  if (c.form == Form::batched) {
+    const BatchStrides& st = c.strides;
+    for (std::int64_t b = 0; b < c.items; ++b) {
+      Params q = p;
+      q.a = static_cast<const std::byte*>(p.a) +
+            b * st.a * static_cast<std::int64_t>(dtype_size(p.a_type));
+      q.b = static_cast<const std::byte*>(p.b) +
+            b * st.b * static_cast<std::int64_t>(dtype_size(p.b_type));
+      q.c =
+          static_cast<std::byte*>(p.c) + b * st.c * static_cast<std::int64_t>(dtype_size(p.c_type));
+      if (p.a_scale != nullptr) q.a_scale = p.a_scale + b * st.a_scale;
+      if (p.b_scale != nullptr) q.b_scale = p.b_scale + b * st.b_scale;
+      out.push_back(q);
+    }
+    return;
+  }
   const std::int64_t lda = p.lda != 0 ? p.lda : p.k, ldc = p.ldc != 0 ? p.ldc : p.n;
   const std::int64_t ldas = p.lda_scale != 0 ? p.lda_scale : ceil_div(p.k, kFp8Block);
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t r0 = offsets[g], r1 = offsets[g + 1];
-    if (r0 < 0 || r1 < r0 || r1 > p.m)
-      throw std::invalid_argument("gemm: group offsets out of range");
+  const auto a_es = static_cast<std::int64_t>(dtype_size(p.a_type));
+  const auto c_es = static_cast<std::int64_t>(dtype_size(p.c_type));
+  for (std::int64_t g = 0; g < c.items; ++g) {
+    std::int64_t r0 = 0, rows = 0;
+    if (c.form == Form::grouped_contiguous) {
+      r0 = c.index[g];
+      const std::int64_t r1 = c.index[g + 1];
+      if (r0 < 0 || r1 < r0 || r1 > p.m)
+        throw std::invalid_argument("gemm: group offsets out of range");
+      rows = r1 - r0;
+    } else {
+      if (c.index[g] < 0 || c.index[g] > p.m)
+        throw std::invalid_argument("gemm: masked count out of range");
+      r0 = g * p.m;
+      rows = c.index[g];
+    }
     Params q = group_params(p, g);
-    q.m = r1 - r0;
+    q.m = rows;
     q.lda = lda;
     q.ldc = ldc;
-    q.a = static_cast<const std::byte*>(p.a) +
-          r0 * lda * static_cast<std::int64_t>(dtype_size(p.a_type));
-    q.c = static_cast<std::byte*>(p.c) + r0 * ldc * static_cast<std::int64_t>(dtype_size(p.c_type));
+    q.a = static_cast<const std::byte*>(p.a) + r0 * lda * a_es;
+    q.c = static_cast<std::byte*>(p.c) + r0 * ldc * c_es;
     if (p.a_scale != nullptr) q.a_scale = p.a_scale + r0 * ldas;
-    gemm(q);
+    out.push_back(q);
   }
+}
+
+// Items with no rows or columns do nothing (their C is not touched).
+void drop_empty(std::vector<Params>& v, std::size_t first) {
+  v.erase(std::remove_if(v.begin() + static_cast<std::ptrdiff_t>(first), v.end(),
+                         [](const Params& q) { return q.m == 0 || q.n == 0; }),
+          v.end());
+}
+
+}  // namespace
+
+void run(const Call& c) {
+  check_call(c);
+  if (c.form == Form::single) return gemm(c.p);
+  if (!c.p.schedule.fuse_items) {
+    // One region per item, each with all threads: the engine's behaviour before scheduling.
+    thread_local std::vector<Params> items;
+    items.clear();
+    expand_items(c, items);
+    for (const Params& q : items) gemm(q);
+    return;
+  }
+  run_together(&c, 1, c.p.schedule.threads != 0 ? c.p.schedule.threads : c.p.threads);
+}
+
+void run_together(const Call* calls, std::size_t count, int threads) {
+  if (threads < 1) throw std::invalid_argument("gemm: threads < 1");
+  Batch local;
+  Batch& scratch = batch_scratch();
+  Batch& bt = scratch.problems.empty() ? scratch : local;
+  bt.params.clear();
+  bt.problems.clear();
+  bt.counts.clear();
+  for (std::size_t i = 0; i < count; ++i) {
+    check_call(calls[i]);
+    const std::size_t first = bt.params.size();
+    expand_items(calls[i], bt.params);
+    drop_empty(bt.params, first);
+    bt.counts.push_back(bt.params.size() - first);
+  }
+  // Problems point into bt.params, complete by now. An item without a grid of its own gets
+  // its share of the region's threads as blocks.
+  bt.problems.reserve(bt.params.size());
+  std::size_t j = 0;
+  for (const std::size_t items : bt.counts) {
+    const int share = static_cast<int>(std::max<std::int64_t>(
+        1, threads / static_cast<std::int64_t>(std::max<std::size_t>(1, items))));
+    for (std::size_t e = j + items; j < e; ++j) {
+      check(bt.params[j], true);
+      bt.problems.push_back(make_problem(bt.params[j], resolve_with(bt.params[j], share)));
+    }
+  }
+  execute_problems(bt, threads);
+  bt.problems.clear();
+  bt.params.clear();
+}
+
+void batched_gemm(const Params& p, std::int64_t batch, const BatchStrides& s) {
+  Call c;
+  c.p = p;
+  c.form = Form::batched;
+  c.items = batch;
+  c.strides = s;
+  run(c);
+}
+
+void grouped_gemm_contiguous(const Params& p, std::int64_t groups, const std::int32_t* offsets) {
+  Call c;
+  c.p = p;
+  c.form = Form::grouped_contiguous;
+  c.items = groups;
+  c.index = offsets;
+  run(c);
 }
 
 void grouped_gemm_masked(const Params& p, std::int64_t groups, const std::int32_t* counts) {
-  check_grouped(p, groups);
-  const std::int64_t lda = p.lda != 0 ? p.lda : p.k, ldc = p.ldc != 0 ? p.ldc : p.n;
-  const std::int64_t ldas = p.lda_scale != 0 ? p.lda_scale : ceil_div(p.k, kFp8Block);
-  for (std::int64_t g = 0; g < groups; ++g) {
-    if (counts[g] < 0 || counts[g] > p.m)
-      throw std::invalid_argument("gemm: masked count out of range");
-    Params q = group_params(p, g);
-    q.m = counts[g];
-    q.lda = lda;
-    q.ldc = ldc;
-    q.a = static_cast<const std::byte*>(p.a) +
-          g * p.m * lda * static_cast<std::int64_t>(dtype_size(p.a_type));
-    q.c = static_cast<std::byte*>(p.c) +
-          g * p.m * ldc * static_cast<std::int64_t>(dtype_size(p.c_type));
-    if (p.a_scale != nullptr) q.a_scale = p.a_scale + g * p.m * ldas;
-    gemm(q);
-  }
+  Call c;
+  c.p = p;
+  c.form = Form::grouped_masked;
+  c.items = groups;
+  c.index = counts;
+  run(c);
 }
 
 }  // namespace attain::gemm

@@ -1,0 +1,124 @@
+// The automatic scheduler: per-shape GEMM schedules for the attain engine.
+//
+//   heuristic()   readable rules from the shape and the machine (the starting point)
+//   candidates()  every schedule worth trying for a call (the heuristic's and the default's
+//                 among them)
+//   estimate()    an analytical cost model: weight / activation traffic at the bandwidth the
+//                 region's threads get, compute at the kernel's fraction of the FMA peak,
+//                 packing and conversion work, the busiest thread (blocks dealt to threads
+//                 largest first) and the fork/join of every parallel region
+//   search()      measures the model's top candidates cold-cache (and the default, always),
+//                 stopping early once the model says nothing left can win
+//   Scheduler     the choice at run time: the tuning cache's entry, else the nearest tuned
+//                 shape's schedule, else the model's best
+// `default` is gemm::Schedule{} — the engine's own fixed heuristic, one region of all threads,
+// batched and grouped items one after another.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attain/catalog.hpp"
+#include "attain/device.hpp"
+#include "attain/gemm.hpp"
+#include "attain/tune_cache.hpp"
+
+namespace attain::tune {
+
+// What the cost model knows about the machine.
+struct Machine {
+  int threads = 1;             // threads a call may use (the region's maximum)
+  double fma_gflops_1t = 100;  // fp32 FMA peak of one thread
+  double read_gbps_1t = 20;    // streaming read, one thread
+  double read_gbps_all = 40;   // streaming read, `threads` threads
+  double region_s = 3e-6;      // one fork/join with workers awake
+  double wake_s = 30e-6;       // the first region after the workers went to sleep
+  std::int64_t llc_bytes = 32 << 20;
+  // From the probe's ceilings (interpolating bandwidth to `threads`).
+  static Machine from(const HostCeilings& host, int threads);
+  // Read bandwidth one thread gets when `active` threads stream at once.
+  double bw_per_thread(int active) const;
+};
+
+Key key_of(const gemm::Call& c);
+
+gemm::Schedule heuristic(const gemm::Call& c, const Machine& m);
+std::vector<gemm::Schedule> candidates(const gemm::Call& c, const Machine& m);
+double estimate(const gemm::Call& c, const gemm::Schedule& s, const Machine& m);  // seconds
+
+struct SearchOptions {
+  int top = 8;            // measure at most this many of the model's best
+  double budget_s = 1.5;  // wall-clock budget per call
+  double seconds_per_trial = 0.04;
+  double stop_ratio = 1.15;    // stop when the next candidate's corrected estimate is
+                               // this much slower than the best measured
+  double keep_default = 0.03;  // keep the default unless a candidate beats it by this
+  std::int64_t llc_bytes = 32 << 20;
+  std::size_t bytes = 0;  // the call's footprint (decides flush vs warm)
+};
+struct SearchResult {
+  gemm::Schedule best;
+  std::string best_text;
+  std::vector<Trial> trials;  // measured, in measuring order; the default first
+  double default_s = 0, best_s = 0;
+  int ranked = 0;  // candidates the model ranked
+};
+// Runs the call repeatedly (it must be bound to real buffers; outputs are overwritten).
+SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt);
+
+// The run-time choice. Thread-safe; one per process is enough (instance()).
+class Scheduler {
+ public:
+  enum class Source { tuned, nearest, model };
+  struct Choice {
+    gemm::Schedule schedule;
+    Source source = Source::model;
+  };
+  // Loads the cache file (warnings go to stderr once).
+  explicit Scheduler(std::filesystem::path cache_file);
+  static Scheduler& instance();  // the default cache path
+  Choice choose(const gemm::Call& c, const Machine& m) const;
+  Cache& cache() { return cache_; }
+
+ private:
+  Cache cache_;
+};
+std::string_view source_name(Scheduler::Source s);
+
+}  // namespace attain::tune
+
+namespace attain {
+class TensorSet;
+struct RunOptions;
+namespace backends {
+// The harness op bound to `set` as an engine call (what the attain backend runs).
+gemm::Call gemm_call(TensorSet& set, const RunOptions& opt);
+}  // namespace backends
+}  // namespace attain
+
+namespace attain::tune {
+
+// Tuning catalog ops (attain tune, and attain bench --schedule auto for the ops the cache
+// lacks): each op's inputs are made as the bench makes them, the search runs, the winner is
+// verified against the reference and stored in the cache with every trial.
+struct TuneConfig {
+  int threads = 1;
+  int stages = 2;
+  std::uint64_t seed = 42;
+  bool force = false;     // re-tune ops already in the cache
+  bool progress = false;  // progress bar on stderr
+  SearchOptions search;
+};
+struct TuneOutcome {
+  CatalogOp op;
+  Key key;
+  std::string status;  // "tuned", "cached", "skipped" (not a GEMM), "wrong", "error"
+  std::string reason;
+  SearchResult result;  // for "tuned"
+};
+std::vector<TuneOutcome> tune_ops(const std::vector<CatalogOp>& ops, const TuneConfig& cfg,
+                                  Scheduler& sched, const Machine& m);
+
+}  // namespace attain::tune

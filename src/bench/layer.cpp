@@ -1,0 +1,217 @@
+// One decoder layer end to end (include/attain/layer.hpp).
+#include "attain/layer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "attain/tensor.hpp"
+#include "attain/tune.hpp"
+#include "attain/verify.hpp"
+
+namespace attain {
+
+namespace {
+
+// Where each role of the catalog runs in a layer; equal stages are independent.
+const std::map<std::string, int>& stage_table() {
+  static const std::map<std::string, int> t = {{"qkv", 0},
+                                               {"q_a+kv_a", 0},
+                                               {"q+kv_a", 0},
+                                               {"q_b", 1},
+                                               {"kv_b", 1},
+                                               {"attn_qk", 2},
+                                               {"mla_decode", 2},
+                                               {"attn_pv", 3},
+                                               {"o", 4},
+                                               {"router", 5},
+                                               {"shared_gate_up", 5},
+                                               {"gate_up", 5},
+                                               {"experts_gate_up", 6},
+                                               {"experts_down", 7},
+                                               {"shared_down", 7},
+                                               {"down", 7}};
+  return t;
+}
+
+// The catalog joins roles of one shape with '+'; "q_a+kv_a" and "q+kv_a" are roles of
+// their own.
+std::vector<std::string> roles_of(const std::string& layer) {
+  std::vector<std::string> out;
+  std::string rest = layer;
+  for (const char* joined : {"q_a+kv_a", "q+kv_a"}) {
+    const std::size_t at = rest.find(joined);
+    if (at != std::string::npos) {
+      out.emplace_back(joined);
+      rest.erase(at, std::string(joined).size());
+    }
+  }
+  std::size_t pos = 0;
+  while (pos <= rest.size()) {
+    const std::size_t plus = std::min(rest.find('+', pos), rest.size());
+    if (plus > pos) out.push_back(rest.substr(pos, plus - pos));
+    pos = plus + 1;
+  }
+  return out;
+}
+
+// The layer as the timing harness sees it: steps run in order, each one kernel or one
+// group of GEMMs in one region.
+class LayerKernel final : public Kernel {
+ public:
+  struct Step {
+    Kernel* kernel = nullptr;       // one op
+    std::vector<gemm::Call> calls;  // or a stage of GEMMs run together
+  };
+  std::vector<Step> steps;
+  int threads = 1;
+  void run() override {
+    for (const Step& s : steps) {
+      if (s.kernel != nullptr) {
+        s.kernel->run();
+      } else {
+        gemm::run_together(s.calls.data(), s.calls.size(), threads);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+LayerSpec parse_layer_spec(std::string_view text, std::int64_t context, DType dtype) {
+  const std::string s(text);
+  const std::size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
+  if (a == std::string::npos || b == std::string::npos)
+    throw InputError(
+        fmt::format("--layer '{}': expected MODEL:PHASE:TOKENS, e.g. "
+                    "deepseek-v3:decode:32",
+                    s));
+  LayerSpec l;
+  l.model = s.substr(0, a);
+  l.pass.phase = s.substr(a + 1, b - a - 1);
+  if (l.pass.phase != "prefill" && l.pass.phase != "decode")
+    throw InputError(fmt::format("--layer '{}': phase must be prefill or decode", s));
+  const std::string tok = s.substr(b + 1);
+  try {
+    std::size_t used = 0;
+    l.pass.tokens = std::stoll(tok, &used);
+    if (used != tok.size() || l.pass.tokens <= 0) throw std::invalid_argument(tok);
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("--layer '{}': TOKENS must be a positive integer", s));
+  }
+  l.pass.context = l.pass.phase == "decode" ? context : l.pass.tokens;
+  l.pass.dtype = dtype;
+  return l;
+}
+
+std::vector<LayerOp> layer_ops(const ModelConfig& cfg, const PassSpec& pass) {
+  const bool moe = cfg.is_moe();
+  std::vector<LayerOp> out;
+  for (const CatalogOp& op : model_ops(cfg, pass)) {
+    for (const std::string& role : roles_of(op.prov.layer)) {
+      if (role == "lm_head") continue;
+      // An MoE model's layer is an MoE layer: its few dense layers' MLP is left out.
+      if (moe && (role == "gate_up" || role == "down")) continue;
+      const auto it = stage_table().find(role);
+      if (it == stage_table().end())
+        throw std::logic_error("layer_ops: no stage for catalog role '" + role + "'");
+      out.push_back({op, role, it->second});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const LayerOp& x, const LayerOp& y) { return x.stage < y.stage; });
+  return out;
+}
+
+std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchConfig& cfg) {
+  std::vector<LayerResult> results;
+  // One input set per op (the layer's weights together are the working set).
+  std::vector<std::unique_ptr<TensorSet>> sets;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    sets.push_back(std::make_unique<TensorSet>(ops[i].op.op));
+    fill_inputs(*sets.back(), cfg.seed + i);
+    bytes += sets.back()->total_bytes();
+  }
+  for (const std::string& name : cfg.backends) {
+    LayerResult r;
+    r.backend = name;
+    try {
+      auto be = make_backend(name);
+      const bool grouped =
+          name == "attain:auto" || (name == "attain" && cfg.run.schedule == "auto");
+      std::vector<std::unique_ptr<Kernel>> kernels;
+      LayerKernel layer;
+      layer.threads = cfg.run.threads;
+      std::string unsupported;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Support s = be->supports(ops[i].op.op);
+        if (!s.ok) {
+          unsupported = fmt::format("{}: {}", ops[i].op.op.spec(), s.reason);
+          break;
+        }
+      }
+      if (!unsupported.empty()) {
+        r.status = "unsupported";
+        r.reason = unsupported;
+        results.push_back(r);
+        continue;
+      }
+      for (std::size_t i = 0; i < ops.size();) {
+        std::size_t j = i;
+        while (j < ops.size() && ops[j].stage == ops[i].stage) ++j;
+        std::size_t gemms = 0;
+        for (std::size_t q = i; q < j; ++q) gemms += ops[q].op.op.kind != OpKind::mla_decode;
+        if (grouped && gemms > 1) {
+          // The stage's GEMMs in one region, each with its own auto schedule.
+          LayerKernel::Step step;
+          for (std::size_t q = i; q < j; ++q) {
+            if (ops[q].op.op.kind == OpKind::mla_decode) continue;
+            gemm::Call c = backends::gemm_call(*sets[q], cfg.run);
+            const tune::Machine& m = tune::Machine::from(probe_host(), c.p.threads);
+            c.p.schedule = tune::Scheduler::instance().choose(c, m).schedule;
+            step.calls.push_back(c);
+          }
+          layer.steps.push_back(std::move(step));
+          for (std::size_t q = i; q < j; ++q) {
+            if (ops[q].op.op.kind != OpKind::mla_decode) continue;
+            kernels.push_back(be->prepare(*sets[q], cfg.run));
+            layer.steps.push_back({kernels.back().get(), {}});
+          }
+        } else {
+          for (std::size_t q = i; q < j; ++q) {
+            kernels.push_back(be->prepare(*sets[q], cfg.run));
+            layer.steps.push_back({kernels.back().get(), {}});
+          }
+        }
+        i = j;
+      }
+      r.regions = static_cast<int>(layer.steps.size());
+      for (auto& s : sets) poison_outputs(*s);
+      layer.run();
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Verification v = verify(*sets[i]);
+        if (!v.ok) {
+          r.status = "wrong";
+          r.reason = fmt::format("{}: {}", ops[i].op.op.spec(), v.detail);
+          break;
+        }
+      }
+      r.verified = r.status == "ok";
+      if (r.status == "ok") {
+        Kernel* ks[] = {&layer};
+        const Timing t = time_kernels(ks, bytes, cfg.timing);
+        r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
+      }
+    } catch (const std::exception& e) {
+      r.status = "error";
+      r.reason = e.what();
+    }
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace attain

@@ -1,0 +1,349 @@
+// The scheduler's heuristic, candidate list and analytical cost model (include/attain/tune.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <set>
+
+#include "attain/tune.hpp"
+#include "kernels/cpu/gemm/dispatch.hpp"
+
+namespace attain::tune {
+
+namespace {
+
+using gemm::Call;
+using gemm::Form;
+using gemm::Path;
+using gemm::Schedule;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+std::int64_t round_up(std::int64_t a, std::int64_t b) {
+  return ceil_div(a, b) * b;
+}
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+// Rows of every item of the call (n and k are shared).
+std::vector<std::int64_t> item_rows(const Call& c) {
+  std::vector<std::int64_t> rows;
+  switch (c.form) {
+    case Form::single:
+      rows.push_back(c.p.m);
+      break;
+    case Form::batched:
+      rows.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, c.items)), c.p.m);
+      break;
+    case Form::grouped_contiguous:
+      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g + 1] - c.index[g]);
+      break;
+    case Form::grouped_masked:
+      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g]);
+      break;
+  }
+  std::erase_if(rows, [](std::int64_t r) { return r <= 0; });
+  return rows;
+}
+
+bool decode_ok(const Call& c) {
+  return c.p.trans_b == gemm::Trans::T && c.p.m <= gemm::detail::kDecodeMaxM;
+}
+
+// Seconds per element the decode kernel spends converting W to fp32 in registers, per thread
+// (fp8 goes through a table; bf16 / fp16 are a shift or F16C and hide under the load).
+double convert_s(DType t) {
+  switch (t) {
+    case DType::fp8:
+      return 0.07e-9;
+    case DType::bf16:
+    case DType::f16:
+      return 0.01e-9;
+    default:
+      return 0.0;
+  }
+}
+
+// Fraction of the FMA peak the kernels reach: the decode kernel (few rows of A per W row, a
+// reduction per output) and the packed micro-kernel in steady state.
+constexpr double kDecodeEff = 0.45;
+constexpr double kPackedEff = 0.85;
+constexpr double kPackS = 0.35e-9;   // packing one element (load, convert, interleave, store)
+constexpr double kBlockS = 0.4e-6;   // setting up one block (workspace, loop nest)
+constexpr double kSerialS = 0.5e-9;  // caller-side per-element work (A conversion, split-K sum)
+
+struct BlockCost {
+  double seconds;
+};
+
+// The busiest thread's time when `t` threads take the blocks: as many blocks as threads:
+// one each; otherwise largest first to the least loaded thread.
+double makespan(std::vector<double>& blocks, int t) {
+  if (blocks.empty()) return 0;
+  if (t <= 1) {
+    double s = 0;
+    for (double b : blocks) s += b;
+    return s;
+  }
+  std::sort(blocks.begin(), blocks.end(), std::greater<>());
+  std::priority_queue<double, std::vector<double>, std::greater<>> load;
+  for (int i = 0; i < t; ++i) load.push(0.0);
+  double worst = 0;
+  for (double b : blocks) {
+    const double l = load.top() + b;
+    load.pop();
+    load.push(l);
+    worst = std::max(worst, l);
+  }
+  return worst;
+}
+
+// The blocks of one item under a resolved schedule, appended as seconds; `active` = threads
+// streaming at once (for the bandwidth share).
+void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc, int active,
+                 std::vector<double>& out, double& serial) {
+  const auto& fam = gemm::detail::family(s.isa);
+  const double bw = mc.bw_per_thread(active) * 1e9;
+  const double peak = mc.fma_gflops_1t * 1e9;
+  const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
+  const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
+  const double csz = d(static_cast<std::int64_t>(dtype_size(p.c_type)));
+  if (s.path == Path::decode) {
+    const std::int64_t chunk =
+        round_up(ceil_div(p.n, std::max(1, s.threads_n)), gemm::detail::kDecodeRows);
+    const int slices =
+        s.split_k > 1 ? static_cast<int>(ceil_div(p.k, round_up(ceil_div(p.k, s.split_k), 128)))
+                      : 1;
+    const std::int64_t kl = slices > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
+      const double nb = d(std::min(chunk, p.n - n0));
+      for (int sl = 0; sl < slices; ++sl) {
+        const double k = d(std::min(kl, p.k - sl * kl));
+        const double mem = (nb * k * bsz + d(p.m) * k * 4.0) / bw;
+        // Prefetch: one stage leaves the next tile's latency exposed.
+        const double stall = s.stages <= 1 ? 0.15 * mem : 0.0;
+        const double comp =
+            2.0 * d(p.m) * nb * k / (peak * kDecodeEff) + nb * k * convert_s(p.b_type);
+        out.push_back(std::max(mem + stall, comp) + kBlockS);
+      }
+    }
+    if (p.a_type != DType::f32) serial += d(p.m * p.k) * kSerialS;
+    if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
+    return;
+  }
+  const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.mr);
+  const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.nr);
+  for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
+      const std::int64_t mb = std::min(mchunk, p.m - m0), nb = std::min(nchunk, p.n - n0);
+      const double comp =
+          2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * p.k) / (peak * kPackedEff);
+      // A is packed once per NC column block, B once; a small KC re-reads C more often.
+      const double a_packs = d(ceil_div(nb, s.nc));
+      const double pack = (d(mb * p.k) * a_packs + d(nb * p.k)) * kPackS;
+      const double c_passes = d(ceil_div(p.k, s.kc));
+      const double mem = (d(mb * p.k) * asz * a_packs + d(nb * p.k) * bsz +
+                          d(mb * nb) * csz * std::min(c_passes, 4.0)) /
+                         bw;
+      // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
+      const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
+      const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
+      out.push_back(std::max(comp * l2 * kc_eff + pack, mem) + kBlockS * 4);
+    }
+  if (p.c_type != DType::f32) serial += 0;  // rounded by the block itself
+}
+
+}  // namespace
+
+Machine Machine::from(const HostCeilings& host, int threads) {
+  Machine m;
+  m.threads = std::max(1, threads);
+  if (host.fma_gflops_1t > 0) m.fma_gflops_1t = host.fma_gflops_1t;
+  if (host.read_gbps_1t > 0) m.read_gbps_1t = host.read_gbps_1t;
+  if (host.read_gbps_all > 0) {
+    const int all = std::max(1, host.cores);
+    const double t =
+        std::clamp(static_cast<double>(m.threads - 1) / std::max(1, all - 1), 0.0, 1.0);
+    m.read_gbps_all = all == 1 ? host.read_gbps_1t
+                               : host.read_gbps_1t + t * (host.read_gbps_all - host.read_gbps_1t);
+  } else {
+    m.read_gbps_all = m.read_gbps_1t * m.threads;
+  }
+  if (m.threads == 1) m.read_gbps_all = m.read_gbps_1t;
+  return m;
+}
+
+double Machine::bw_per_thread(int active) const {
+  if (active <= 1) return read_gbps_1t;
+  const double t = static_cast<double>(active - 1) / std::max(1, threads - 1);
+  const double total = read_gbps_1t + std::clamp(t, 0.0, 1.0) * (read_gbps_all - read_gbps_1t);
+  return total / active;
+}
+
+Key key_of(const Call& c) {
+  Key k;
+  k.op = std::string(gemm::form_name(c.form));
+  k.a_type = std::string(dtype_name(c.p.a_type));
+  k.b_type = std::string(dtype_name(c.p.b_type));
+  k.c_type = std::string(dtype_name(c.p.c_type));
+  k.trans_a = c.p.trans_a == gemm::Trans::N ? 'N' : 'T';
+  k.trans_b = c.p.trans_b == gemm::Trans::N ? 'N' : 'T';
+  k.threads = c.p.threads;
+  k.m = c.p.m;
+  k.n = c.p.n;
+  k.k = c.p.k;
+  k.items = c.form == Form::single ? 1 : c.items;
+  return k;
+}
+
+double estimate(const Call& c, const Schedule& sched, const Machine& mc) {
+  const std::vector<std::int64_t> rows = item_rows(c);
+  if (rows.empty() || c.p.n == 0) return 0;
+  const bool fused = c.form != Form::single && sched.fuse_items;
+  double total = 0, serial = 0;
+  std::vector<double> blocks;
+  auto resolved = [&](std::int64_t m) {
+    gemm::Params q = c.p;
+    q.m = m;
+    q.schedule = sched;
+    return gemm::resolve(q);
+  };
+  if (fused) {
+    const Schedule s0 = resolved(rows.front());
+    const int t = std::max(1, s0.threads);
+    for (std::int64_t m : rows) {
+      gemm::Params q = c.p;
+      q.m = m;
+      item_blocks(q, resolved(m), mc, t, blocks, serial);
+    }
+    const int used = static_cast<int>(std::min<std::size_t>(blocks.size(), t));
+    // Bandwidth is shared by the threads actually busy.
+    if (used < t) {
+      blocks.clear();
+      for (std::int64_t m : rows) {
+        gemm::Params q = c.p;
+        q.m = m;
+        item_blocks(q, resolved(m), mc, used, blocks, serial);
+      }
+    }
+    total = makespan(blocks, used) + (used > 1 ? mc.wake_s + mc.region_s : 0.0);
+    return total + serial;
+  }
+  bool first = true;
+  for (std::int64_t m : rows) {
+    gemm::Params q = c.p;
+    q.m = m;
+    const Schedule s = resolved(m);
+    blocks.clear();
+    item_blocks(q, s, mc, 1, blocks, serial);  // sized below by the active threads
+    const int used = static_cast<int>(std::min<std::size_t>(blocks.size(), std::max(1, s.threads)));
+    blocks.clear();
+    item_blocks(q, s, mc, used, blocks, serial);
+    total += makespan(blocks, used);
+    if (used > 1) total += mc.region_s + (first ? mc.wake_s : 0.0);
+    first = false;
+  }
+  return total + serial;
+}
+
+Schedule heuristic(const Call& c, const Machine& mc) {
+  Schedule s;  // automatic fields: the engine's table
+  const std::vector<std::int64_t> rows = item_rows(c);
+  const double flops = [&] {
+    double f = 0;
+    for (std::int64_t m : rows) f += 2.0 * d(m) * d(c.p.n) * d(c.p.k);
+    return f;
+  }();
+  // 1. Tiny work does not pay for waking a second thread: under ~25 us of one thread's
+  //    compute, stay on the caller.
+  const bool tiny = flops < 25e-6 * mc.fma_gflops_1t * 1e9 * 0.5;
+  s.threads = tiny ? 1 : c.p.threads;
+  // 2. Many items: one region for all of them, each item whole when there are enough items
+  //    to keep every thread busy, else each item cut in as many column blocks as needed.
+  if (c.form != Form::single && rows.size() > 1) {
+    s.fuse_items = true;
+    const int per_item = static_cast<int>(
+        std::max<std::int64_t>(1, ceil_div(s.threads, static_cast<std::int64_t>(rows.size()))));
+    s.threads_m = 1;
+    s.threads_n = per_item;
+  }
+  // 3. The decode path with too few W rows per thread and a long K: split K instead.
+  if (decode_ok(c) && s.threads > 1 && c.p.n < 64 * s.threads && c.p.k >= 1024 && !s.fuse_items) {
+    s.path = Path::decode;
+    s.split_k = s.threads;
+  }
+  (void)mc;
+  return s;
+}
+
+std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
+  std::vector<Schedule> out;
+  std::set<std::string> seen;
+  const std::vector<std::int64_t> rows = item_rows(c);
+  // Two schedules that resolve to the same one for this shape are one candidate.
+  auto add = [&](const Schedule& s) {
+    gemm::Params q = c.p;
+    q.m = rows.empty() ? c.p.m : rows.front();
+    q.schedule = s;
+    if (seen.insert(gemm::describe(gemm::resolve(q))).second) out.push_back(s);
+  };
+  add(Schedule{});  // the default
+  add(heuristic(c, mc));
+  const gemm::Isa isa = gemm::detected_isa();
+  const auto& blk = gemm::detail::blocking(isa);
+  const auto& fam = gemm::detail::family(isa);
+  std::vector<int> threads = {c.p.threads};
+  for (int t = c.p.threads / 2; t >= 1; t /= 2) threads.push_back(t);
+  if (threads.back() != 1) threads.push_back(1);
+  const bool many = c.form != Form::single && rows.size() > 1;
+  for (int t : threads) {
+    for (int fuse = 0; fuse <= (many ? 1 : 0); ++fuse) {
+      // Grids: the thread grid (not fused) or the blocks per item (fused).
+      std::vector<std::pair<int, int>> grids;
+      if (fuse) {
+        for (int b = 1; b <= t; b *= 2) grids.emplace_back(1, b);
+        if (t > 1) grids.emplace_back(t, 1);
+      } else {
+        for (int tm = 1; tm <= t; ++tm)
+          if (t % tm == 0) grids.emplace_back(tm, t / tm);
+      }
+      for (const auto& [gm, gn] : grids) {
+        Schedule base;
+        base.threads = t;
+        base.fuse_items = fuse != 0;
+        if (decode_ok(c)) {
+          for (int split : {1, 2, 4, 8}) {
+            if (split > 1 && (gm != 1 || c.p.k < 256 * split)) continue;
+            for (int kt : {512, 1024, 2048})
+              for (int st : {1, 2, 3}) {
+                Schedule s = base;
+                s.path = Path::decode;
+                s.threads_m = 1;
+                s.threads_n = gn * gm;
+                s.split_k = split;
+                s.decode_k_tile = kt;
+                s.stages = st;
+                add(s);
+              }
+          }
+        }
+        for (int kc : {128, 256, 384, 512})
+          for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2}) {
+            Schedule s = base;
+            s.path = Path::packed;
+            s.threads_m = gm;
+            s.threads_n = gn;
+            s.kc = kc;
+            s.mc = static_cast<int>(round_up(std::max(mcb, fam.mr), fam.mr));
+            add(s);
+          }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace attain::tune
