@@ -1,10 +1,14 @@
-// Report page (well-formed, self-contained, one point per ok op), CSV import, projections.
+// Report page (well-formed, self-contained, one point per ok op), CSV import, projections,
+// attain cluster files (recognised by content, timeline and goodput-vs-scale charts).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <set>
 #include <string>
 
+#include "attain/cluster.hpp"
 #include "attain/report.hpp"
 
 using namespace attain;
@@ -45,7 +49,8 @@ ResultsFile host_file() {
   f.command = "attain bench --suite quick";
   f.machine.device = "host";
   f.machine.threads = 2;
-  f.machine.roofline.peak_tflops = 0.189, f.machine.roofline.bw_gbps = 17.7, f.machine.roofline.source = "probe (2 threads)";
+  f.machine.roofline.peak_tflops = 0.189, f.machine.roofline.bw_gbps = 17.7,
+  f.machine.roofline.source = "probe (2 threads)";
   const char* specs[] = {"gemm:m=8,n=512,k=512,dtype=fp32", "gemm:m=256,n=256,k=256,dtype=bf16",
                          "grouped_gemm:groups=4,m=16,n=128,k=256,dtype=bf16",
                          "mla_decode:b=2,s=256,h=16,dtype=bf16"};
@@ -377,4 +382,282 @@ TEST(Project, LikeTakesGeomeansByKindAndPhase) {
   EXPECT_THROW(efficiency_uniform(0), InputError);
   EXPECT_THROW(efficiency_uniform(1.5), InputError);
   EXPECT_NO_THROW(efficiency_uniform(1.0));
+}
+
+// ---- attain cluster files ----------------------------------------------------------------
+
+namespace {
+
+using nlohmann::json;
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; (i = s.find(what, i)) != std::string::npos; i += what.size()) ++n;
+  return n;
+}
+
+// The <svg class="chart NAME" ...> ... </svg> elements of a page.
+std::vector<std::string> charts(const std::string& html, const std::string& name) {
+  std::vector<std::string> out;
+  const std::string open = "<svg class=\"chart " + name + "\"";
+  for (std::size_t i = 0; (i = html.find(open, i)) != std::string::npos;) {
+    const auto end = html.find("</svg>", i);
+    out.push_back(html.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+// A run as attain cluster writes it (the fields the report reads), 24 hours, checkpoints every
+// minute with a 60 s pause (the job computes half of the time it is up), and three
+// interruptions whose kept work is worked out by hand below.
+json run_doc() {
+  return json::parse(R"({
+    "schema": "attain.cluster/1", "command": "attain cluster --days 1 --json --out r.json",
+    "created": "2026-11-30T00:00:00Z",
+    "inputs": {"model": "m", "device": "chip", "chips": 2048, "days": 1, "runs": 3, "seed": 1,
+               "failures": "t"},
+    "step": {"step_s": 5},
+    "interruptions": {"unexpected": 2, "planned": 1, "by_cause": {"GPU": 1.5, "Bug": 0.5},
+                      "unexpected_stats": {"mean": 2, "ci95": [1, 3], "n": 3},
+                      "by_cause_stats": {"GPU": {"mean": 1.5, "ci95": [0.5, 2.5], "n": 3}}},
+    "published": {"chips": 16384, "days": 54, "unexpected": 419, "planned": 47,
+                  "by_cause": {"GPU": 148}},
+    "ettr": 0.4, "goodput": 0.2, "mfu": 0.5, "mtbf_h": 12,
+    "checkpoint": {"mode": "sync", "interval_min": 1, "daly_min": 1, "young_min": 1.1,
+                   "pause_s": 60},
+    "stats": {"ettr": {"mean": 0.4, "ci95": [0.35, 0.45], "n": 3},
+              "goodput": {"mean": 0.2, "ci95": [0.15, 0.25], "n": 3}},
+    "timeline": [
+      {"t_h": 4, "kind": "unexpected", "cause": "GPU", "lost_work_min": 30, "down_min": 60},
+      {"t_h": 10, "kind": "planned", "cause": "planned", "lost_work_min": 0, "down_min": 120},
+      {"t_h": 10.5, "kind": "unexpected", "cause": "Bug", "lost_work_min": 0, "down_min": 120,
+       "spare_used": true}]})");
+}
+
+json sweep_doc(bool with_ci) {
+  json j = {{"schema", "attain.cluster-sweep/1"},
+            {"command", "attain cluster --sweep 1000,10000,100000"},
+            {"inputs", {{"model", "m"}, {"device", "chip"}, {"days", 3}, {"runs", 2}}},
+            {"variants",
+             {{{"name", "fixed"}, {"what", "sync, fixed"}}, {{"name", "daly"}, {"what", "Daly"}}}}};
+  json points = json::array();
+  for (double chips : {1000.0, 10000.0, 100000.0}) {
+    json v = json::object();
+    for (const char* name : {"fixed", "daly"}) {
+      const double g = 0.6 - chips / 1e6, e = 0.95 - chips / 5e5;
+      v[name] = {{"ettr", e}, {"goodput", g}, {"interval_min", 30}};
+      if (with_ci)
+        v[name]["goodput_ci95"] = {g - 0.02, g + 0.02}, v[name]["ettr_ci95"] = {e - 0.01, e + 0.01};
+    }
+    points.push_back({{"chips", chips}, {"mtbf_h", 1e4 / chips}, {"mfu", 0.62}, {"variants", v}});
+  }
+  j["points"] = points;
+  return j;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(ReportCluster, RecognisedBySchemaOrUnambiguousFields) {
+  EXPECT_EQ(report_file_kind(run_doc(), "r"), ReportFileKind::cluster_run);
+  EXPECT_EQ(report_file_kind(sweep_doc(false), "s"), ReportFileKind::cluster_sweep);
+  EXPECT_EQ(report_file_kind(to_json(host_file()), "h"), ReportFileKind::results);
+  json run = run_doc(), sweep = sweep_doc(false);
+  run.erase("schema"), sweep.erase("schema");
+  EXPECT_EQ(report_file_kind(run, "r"), ReportFileKind::cluster_run);
+  EXPECT_EQ(report_file_kind(sweep, "s"), ReportFileKind::cluster_sweep);
+  auto error = [](const json& j) {
+    try {
+      report_file_kind(j, "x.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(json{{"foo", 1}}).find("x.json: neither a results file"), std::string::npos);
+  EXPECT_NE(error(json{{"schema", "other/2"}}).find("schema 'other/2' is not one"),
+            std::string::npos);
+  json both = run;
+  both["points"] = json::array(), both["variants"] = json::array();
+  EXPECT_NE(error(both).find("more than one kind"), std::string::npos);
+  EXPECT_NE(error(json::array()).find("not an object"), std::string::npos);
+}
+
+TEST(ReportCluster, ReadReportFileSortsAndRejects) {
+  ReportFiles f;
+  read_report_file(write_temp("rc_run.json", run_doc().dump()), "run", f);
+  read_report_file(write_temp("rc_sweep.json", sweep_doc(true).dump()), "sweep", f);
+  read_report_file(write_temp("rc_res.json", to_json(host_file()).dump()), "res", f);
+  EXPECT_EQ(f.runs.size(), 1u);
+  EXPECT_EQ(f.sweeps.size(), 1u);
+  EXPECT_EQ(f.results.size(), 1u);
+  EXPECT_THROW(read_report_file(write_temp("rc_other.json", R"({"name": "x"})"), "o", f),
+               InputError);
+  EXPECT_THROW(read_report_file(write_temp("rc_bad.json", "{not json"), "b", f), InputError);
+  EXPECT_THROW(read_report_file(::testing::TempDir() + "rc_missing.json", "m", f), InputError);
+  json sw = sweep_doc(false);
+  sw["points"][1]["variants"].erase("daly");
+  try {
+    read_report_file(write_temp("rc_sw2.json", sw.dump()), "s", f);
+    ADD_FAILURE() << "a sweep point without a variant's figures was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("points[1]: no figures for variant 'daly'"),
+              std::string::npos)
+        << e.what();
+  }
+  json run = run_doc();
+  run["timeline"][0]["kind"] = "sometimes";
+  EXPECT_THROW(cluster_run_from_json(run, "r"), InputError);
+}
+
+TEST(ReportCluster, KeptWorkByHand) {
+  const ClusterRun r = cluster_run_from_json(run_doc(), "r");
+  ASSERT_EQ(r.timeline.size(), 3u);
+  EXPECT_EQ(cluster_end_h(r), 24);
+  // Half of the up time computes: [0, 4] h -> 2, minus 0.5 lost -> 1.5; down [4, 5];
+  // [5, 10] -> 4.0; down [10, 12.5] (the failure at 10.5 extends the planned stop's 12);
+  // [12.5, 24] -> 9.75.
+  const auto p = cluster_progress(r);
+  EXPECT_NEAR(p.back().first, 24, 1e-12);
+  EXPECT_NEAR(p.back().second, 9.75, 1e-12);
+  auto at = [&](double t) {  // the last point at wall time t
+    double y = -1;
+    for (const auto& [x, v] : p)
+      if (std::abs(x - t) < 1e-12) y = v;
+    return y;
+  };
+  EXPECT_NEAR(at(4), 1.5, 1e-12);
+  EXPECT_NEAR(at(5), 1.5, 1e-12);
+  EXPECT_NEAR(at(10), 4.0, 1e-12);
+  EXPECT_NEAR(at(12.5), 4.0, 1e-12);
+}
+
+TEST(ReportCluster, PageWithTimelineAndSweepCharts) {
+  ReportFiles f;
+  f.runs.push_back({"run", cluster_run_from_json(run_doc(), "r")});
+  f.sweeps.push_back({"sweep", cluster_sweep_from_json(sweep_doc(true), "s")});
+  json no_ci = sweep_doc(false);
+  no_ci.erase("command");
+  f.sweeps.push_back({"sweep2", cluster_sweep_from_json(no_ci, "s2")});
+  const ReportModel m = build_report_model(std::move(f));
+  const std::string html = render_report_html(m, {"cluster <page>", "", 10});
+  EXPECT_EQ(check_balanced(html), "");
+  EXPECT_EQ(html.find("://"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_TRUE(charts(html, "roofline").empty()) << "no results file, no results sections";
+  EXPECT_EQ(html.find("<h2>Headline"), std::string::npos);
+
+  const auto tl = charts(html, "timeline");
+  ASSERT_EQ(tl.size(), 1u);
+  EXPECT_EQ(count_of(tl[0], "class=\"ev unexpected\""), 2u);
+  EXPECT_EQ(count_of(tl[0], "class=\"ev planned\""), 1u);
+  EXPECT_EQ(count_of(tl[0], "class=\"lost\""), 1u);
+  EXPECT_EQ(count_of(tl[0], "class=\"down\""), 2u) << "the overlapping recoveries merge";
+  EXPECT_NE(tl[0].find("class=\"progress\""), std::string::npos);
+  EXPECT_NE(tl[0].find("Interruptions of run 0 of 3"), std::string::npos);  // title
+  EXPECT_NE(tl[0].find("wall clock (days since the start)"), std::string::npos);
+  EXPECT_NE(tl[0].find(">GPU (1)</text>"), std::string::npos);  // legend by cause
+  EXPECT_NE(tl[0].find(">Bug (1)</text>"), std::string::npos);
+  EXPECT_NE(tl[0].find(">planned (1)</text>"), std::string::npos);
+  EXPECT_NE(tl[0].find("hot spare used"), std::string::npos);
+  // Caption with the command; tables with the confidence intervals.
+  EXPECT_NE(html.find("Data: <code>attain cluster --days 1 --json --out r.json</code>"),
+            std::string::npos);
+  EXPECT_NE(html.find("2.0 <span class=\"note\">[1.0 .. 3.0]</span>"), std::string::npos);
+  EXPECT_NE(html.find("40.0% <span class=\"note\">[35.0% .. 45.0%]</span>"), std::string::npos);
+  EXPECT_NE(html.find("published (16,384 chips, 54 days)"), std::string::npos);
+
+  const auto sw = charts(html, "sweep");
+  ASSERT_EQ(sw.size(), 2u);
+  for (const auto& c : sw) {
+    EXPECT_EQ(count_of(c, "class=\"gp\""), 6u) << "3 points x 2 variants";
+    EXPECT_EQ(count_of(c, "class=\"et\""), 6u);
+    EXPECT_EQ(count_of(c, "class=\"gline\""), 2u);
+    EXPECT_NE(c.find("chips (log scale)"), std::string::npos);
+    EXPECT_NE(c.find(">1,000</text>"), std::string::npos);
+    EXPECT_NE(c.find(">100,000</text>"), std::string::npos);
+    EXPECT_NE(c.find(">fixed</text>"), std::string::npos);
+  }
+  EXPECT_EQ(count_of(sw[0], "class=\"band\""), 2u);
+  EXPECT_EQ(count_of(sw[1], "class=\"band\""), 0u) << "no intervals, no bands";
+  EXPECT_NE(html.find("<code>attain cluster --sweep 1000,10000,100000</code>"), std::string::npos);
+  EXPECT_NE(html.find("does not record the command"), std::string::npos);
+  // Goodput falls as chips grow: the 100,000-chip marker sits lowest (largest y).
+  const auto gy = [&](const std::string& c, std::size_t k) {
+    std::size_t i = 0;
+    for (std::size_t n = 0; n <= k; ++n) i = c.find("class=\"gp\"", i + 1);
+    const auto cy = c.rfind("cy=\"", i);
+    return std::stod(c.substr(cy + 4));
+  };
+  EXPECT_LT(gy(sw[0], 0), gy(sw[0], 2));
+}
+
+TEST(ReportCluster, MixedWithResultsFiles) {
+  ReportFiles f;
+  f.results.push_back({"host", host_file()});
+  f.runs.push_back({"run", cluster_run_from_json(run_doc(), "r")});
+  f.sweeps.push_back({"sweep", cluster_sweep_from_json(sweep_doc(true), "s")});
+  const ReportModel m = build_report_model(std::move(f));
+  const std::string html = render_report_html(m, {});
+  EXPECT_EQ(check_balanced(html), "");
+  const auto roof = roofline_svgs(html);
+  ASSERT_EQ(roof.size(), 1u);
+  EXPECT_EQ(count_points(roof[0]), 8u);
+  EXPECT_EQ(charts(html, "timeline").size(), 1u);
+  EXPECT_EQ(charts(html, "sweep").size(), 1u);
+  EXPECT_NE(html.find("1 results file, 1 cluster run file, 1 cluster sweep file"),
+            std::string::npos);
+  const json j = report_summary_json(m);
+  EXPECT_EQ(j["series"].size(), 2u);
+  EXPECT_EQ(j["cluster_runs"][0]["timeline_events"], 3);
+  EXPECT_NEAR(j["cluster_runs"][0]["kept_compute_h"].get<double>(), 9.75, 1e-12);
+  EXPECT_EQ(j["cluster_sweeps"][0]["chips"].size(), 3u);
+}
+
+// The kept-work line rebuilt from a simulated timeline ends where the simulation's own
+// accounting does.
+TEST(ReportCluster, RebuiltLineMatchesTheSimulation) {
+  cluster::SimConfig c;
+  c.chips = 2048, c.step_s = 5, c.tokens_per_step = 1e6, c.model_flops_per_step = 1e18;
+  c.peak_flops_per_chip = 1e15, c.days = 3, c.state_bytes = 1e12, c.timeline = true;
+  c.failures.name = "test";
+  c.failures.causes.push_back({"GPU", "GPU", cluster::Scope::chip, 1e-4, -1, true, -1, ""});
+  c.failures.causes.push_back({"Bug", "SW", cluster::Scope::job, 0.05, -1, false, -1, ""});
+  c.failures.planned_per_day = 2;
+  const cluster::CheckpointPlan plan = cluster::plan_checkpoints(c);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    const cluster::RunResult rr = cluster::simulate(c, seed);
+    ASSERT_GT(rr.timeline.size(), 5u);
+    json j = {{"schema", "attain.cluster/1"},
+              {"inputs", {{"days", 3}, {"chips", 2048}, {"runs", 1}}},
+              {"interruptions",
+               {{"unexpected", rr.unexpected}, {"planned", rr.planned}, {"by_cause", rr.by_cause}}},
+              {"ettr", rr.ettr},
+              {"goodput", rr.goodput},
+              {"mfu", 0.5},
+              {"checkpoint", {{"interval_min", plan.interval_min}, {"pause_s", plan.pause_s}}},
+              {"timeline_run", {{"run", 0}, {"wall_h", rr.wall_h}, {"useful_h", rr.useful_h}}}};
+    json tl = json::array();
+    for (const auto& e : rr.timeline)
+      tl.push_back({{"t_h", e.t_h},
+                    {"kind", e.planned ? "planned" : "unexpected"},
+                    {"cause", e.cause},
+                    {"lost_work_min", e.lost_work_min},
+                    {"down_min", e.down_min}});
+    j["timeline"] = tl;
+    const ClusterRun r = cluster_run_from_json(j, "sim");
+    const auto p = cluster_progress(r);
+    EXPECT_NEAR(p.back().first, rr.wall_h, 1e-9);
+    // Partial checkpoint cycles at each restart make the rebuilt line differ by a few pauses.
+    EXPECT_NEAR(p.back().second, rr.useful_h, 0.002 * rr.useful_h) << "seed " << seed;
+    const std::string svg_page =
+        render_report_html(build_report_model(ReportFiles{{}, {{"sim", r}}, {}}), {});
+    EXPECT_EQ(count_of(svg_page, "class=\"ev "), rr.timeline.size());
+  }
 }

@@ -1,8 +1,11 @@
-// Reports: a self-contained HTML page (inline SVG + CSS) from results files; results files
-// from timings measured elsewhere (CSV import); roofline projections to listed devices.
+// Reports: a self-contained HTML page (inline SVG + CSS) from results files and `attain cluster`
+// files; results files from timings measured elsewhere (CSV import); roofline projections to
+// listed devices.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -45,6 +48,102 @@ struct ReportPair {
   bool projected = false;  // either side is a projection
 };
 
+// ---- cluster files (attain cluster --json --out F) ---------------------------------------
+
+// A figure over Monte Carlo runs: mean and the 95% confidence interval of the mean (n > 1).
+struct ClusterStat {
+  double mean = 0, lo = 0, hi = 0;
+  std::int64_t n = 0;
+  bool has_ci() const { return n > 1; }
+};
+
+struct ClusterEvent {  // one interruption of the run the timeline holds
+  double t_h = 0;      // wall clock since the start
+  bool planned = false;
+  std::string cause;
+  double lost_work_min = 0, down_min = 0;
+  bool spare_used = false;
+};
+
+// One simulated job (schema "attain.cluster/1").
+struct ClusterRun {
+  std::string command, created;
+  std::string model, device, failures, checkpoint_mode;
+  std::int64_t chips = 0, runs = 0, seed = 0;
+  double days = 0, token_budget = 0;
+  ClusterStat ettr, goodput, unexpected, planned, wall_h;
+  double mfu = 0, mtbf_h = 0;
+  double interval_min = 0, daly_min = 0, young_min = 0, pause_s = 0;  // checkpoints
+  std::vector<std::pair<std::string, ClusterStat>> by_cause;          // in the table's order
+  std::map<std::string, double> published;  // the table's record, by cause
+  std::int64_t published_chips = 0;         // ... on this many chips
+  double published_days = 0;                // ... over this many days
+  double published_planned = -1;
+  // The timeline of one run (run `timeline_run`), when the file has one; its totals when the
+  // file records them (attain cluster from this version on), else < 0.
+  bool has_timeline = false;
+  std::int64_t timeline_run = 0;
+  std::vector<ClusterEvent> timeline;
+  double run_wall_h = -1, run_useful_h = -1, run_ettr = -1, run_goodput = -1;
+  double run_events = -1;  // unexpected + planned of that run (> timeline size: cut short)
+};
+
+// Goodput against scale (schema "attain.cluster-sweep/1").
+struct ClusterVariantPoint {
+  double ettr = 0, goodput = 0;
+  double ettr_lo = 0, ettr_hi = 0, goodput_lo = 0, goodput_hi = 0;
+  bool has_ci = false;
+  double interval_min = 0, unexpected = 0;
+  std::int64_t spare_nodes = 0;
+};
+struct ClusterSweepPoint {
+  std::int64_t chips = 0;
+  double mtbf_h = 0, mfu = 0, step_s = 0;
+  std::map<std::string, ClusterVariantPoint> variants;
+};
+struct ClusterSweep {
+  std::string command, created;
+  std::string model, device, failures;
+  double days = 0;
+  std::int64_t runs = 0;
+  std::vector<std::pair<std::string, std::string>> variants;  // name, what it is
+  std::vector<ClusterSweepPoint> points;                      // by chips, ascending
+};
+
+// What a JSON document is, from its "schema" or, without one, from fields only one kind has.
+enum class ReportFileKind { results, cluster_run, cluster_sweep };
+// Throws InputError naming `origin` for a document that is none of the three.
+ReportFileKind report_file_kind(const nlohmann::json& j, std::string_view origin);
+ClusterRun cluster_run_from_json(const nlohmann::json& j, std::string_view origin);
+ClusterSweep cluster_sweep_from_json(const nlohmann::json& j, std::string_view origin);
+
+struct ClusterRunInput {
+  std::string label;
+  ClusterRun run;
+};
+struct ClusterSweepInput {
+  std::string label;
+  ClusterSweep sweep;
+};
+
+// Everything `attain report` was given, by kind, each in the order given.
+struct ReportFiles {
+  std::vector<ReportInput> results;
+  std::vector<ClusterRunInput> runs;
+  std::vector<ClusterSweepInput> sweeps;
+};
+// Reads `file` and files it under `label` by its content. Throws InputError when it cannot be
+// read, is not JSON, or is neither a results file nor a cluster file.
+void read_report_file(const std::filesystem::path& file, const std::string& label,
+                      ReportFiles& into);
+
+// Run `r`'s kept training compute against its wall clock, rebuilt from its timeline: the job
+// computes at interval / (interval + pause) of the wall clock (checkpoint pauses) outside the
+// downtime after each interruption, and loses `lost_work_min` at each failure. Points are
+// (wall hours, compute hours), from (0, 0) to the end of the run.
+std::vector<std::pair<double, double>> cluster_progress(const ClusterRun& r);
+double cluster_end_h(const ClusterRun& r);  // the x extent of the timeline
+
 // Series point into `inputs`: the model moves but does not copy.
 struct ReportModel {
   ReportModel() = default;
@@ -55,11 +154,14 @@ struct ReportModel {
 
   std::vector<ReportInput> inputs;
   std::vector<ReportSeries> series;
-  std::vector<ReportPair> pairs;  // every pair of series, a before b in series order
+  std::vector<ReportPair> pairs;          // every pair of series, a before b in series order
+  std::vector<ClusterRunInput> runs;      // a timeline chart and tables each
+  std::vector<ClusterSweepInput> sweeps;  // a goodput-vs-scale chart each
 };
 
 // Builds the series and pairs. `inputs` is moved into the model (results are referenced).
 ReportModel build_report_model(std::vector<ReportInput> inputs);
+ReportModel build_report_model(ReportFiles files);
 
 struct ReportOptions {
   std::string title = "attain report";

@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "attain/catalog.hpp"
@@ -54,7 +56,7 @@ struct SearchOptions {
   double seconds_per_trial = 0.04;
   double stop_ratio = 1.15;    // stop when the next candidate's corrected estimate is
                                // this much slower than the best measured
-  double keep_default = 0.03;  // keep the default unless a candidate beats it by this
+  double keep_default = 0.05;  // keep the default unless a candidate beats it by this
   std::int64_t llc_bytes = 32 << 20;
   std::size_t bytes = 0;  // the call's footprint (decides flush vs warm)
 };
@@ -79,11 +81,19 @@ class Scheduler {
   // Loads the cache file (warnings go to stderr once).
   explicit Scheduler(std::filesystem::path cache_file);
   static Scheduler& instance();  // the default cache path
+  // Warm: a hash lookup of the call's shape in a memo of earlier choices (no strings built).
   Choice choose(const gemm::Call& c, const Machine& m) const;
-  Cache& cache() { return cache_; }
+  Cache& cache() {  // writable access may change entries: forget the memo
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_.clear();
+    return cache_;
+  }
 
  private:
+  Choice choose_uncached(const gemm::Call& c, const Machine& m) const;
   Cache cache_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::uint64_t, Choice> memo_;
 };
 std::string_view source_name(Scheduler::Source s);
 

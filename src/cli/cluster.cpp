@@ -15,6 +15,7 @@
 #include "attain/op.hpp"
 #include "attain/results.hpp"
 #include "cli/commands.hpp"
+#include "cli/util.hpp"
 
 namespace attain::cli {
 namespace {
@@ -250,6 +251,8 @@ int run_one(const Opts& o, const ModelWork& work, const FailureTable& ft) {
 
   ojson j;
   j["schema"] = "attain.cluster/1";
+  j["command"] = command_line();
+  j["created"] = now_iso();
   j["inputs"] = inputs_json(o, s, c);
   j["step"] = step_json(s, b);
   ojson by_cause = ojson::object(), by_cause_stats = ojson::object(), published = ojson::object();
@@ -310,7 +313,21 @@ int run_one(const Opts& o, const ModelWork& work, const FailureTable& ft) {
                   {"lost_work_min", e.lost_work_min},
                   {"down_min", e.down_min},
                   {"spare_used", e.spare_used}});
-  if (!o.no_timeline) j["timeline"] = tl;  // run 0
+  if (!o.no_timeline) {
+    // Run 0's own totals beside its timeline (the means above are over all runs).
+    const RunResult& r0 = mc.runs[0];
+    j["timeline_run"] = {{"run", 0},
+                         {"wall_h", r0.wall_h},
+                         {"useful_h", r0.useful_h},
+                         {"lost_work_h", r0.lost_work_h},
+                         {"down_h", r0.down_h},
+                         {"checkpoint_h", r0.checkpoint_h},
+                         {"unexpected", r0.unexpected},
+                         {"planned", r0.planned},
+                         {"ettr", r0.ettr},
+                         {"goodput", r0.goodput}};
+    j["timeline"] = tl;  // run 0
+  }
 
   std::ostringstream t;
   t << fmt::format("attain cluster: {} on {} x {} ({}), {}, failures {}, {} run{} (seed {})\n",
@@ -389,6 +406,11 @@ int run_sweep(const Opts& o, const ModelWork& work, const FailureTable& ft) {
   };
   ojson j;
   j["schema"] = "attain.cluster-sweep/1";
+  j["command"] = command_line();
+  j["created"] = now_iso();
+  j["inputs"] = {
+      {"device", o.device},       {"dtype", o.dtype},    {"model", work.name}, {"days", o.days},
+      {"token_budget", o.tokens}, {"failures", ft.name}, {"runs", o.runs},     {"seed", o.seed}};
   j["fixed_interval_min"] = fixed;
   ojson vs = ojson::array();
   for (const auto& v : variants) vs.push_back({{"name", v.name}, {"what", v.what}});

@@ -1,4 +1,5 @@
-// attain report: results files -> one self-contained HTML page (roofline, efficiency, speed).
+// attain report: results files and attain cluster files -> one self-contained HTML page
+// (roofline, efficiency, speed; interruption timelines, goodput against scale).
 #include "attain/report.hpp"
 
 #include <fmt/format.h>
@@ -38,9 +39,13 @@ const bool registered = add_command([](CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("report",
-                                 "One self-contained HTML page from results files: rooflines, "
-                                 "efficiency, relative speed, tables");
-  sub->add_option("files", o->files, "RESULTS.json [MORE.json ...]")->required()->expected(1, -1);
+                                 "One self-contained HTML page from results files (rooflines, "
+                                 "efficiency, relative speed, tables) and attain cluster files "
+                                 "(interruption timeline, goodput against scale)");
+  sub->add_option("files", o->files,
+                  "RESULTS.json or CLUSTER.json (attain cluster --json --out), any mix")
+      ->required()
+      ->expected(1, -1);
   sub->add_option("-o,--out", o->out, "the HTML file to write");
   sub->add_option("--title", o->title, "the page title")->capture_default_str();
   sub->add_option("--furthest", o->furthest, "ops listed as furthest from attainable, per series")
@@ -51,10 +56,10 @@ const bool registered = add_command([](CLI::App& app) {
       throw InputError("attain report needs -o/--out FILE.html (or --json)");
     if (o->furthest == 0) throw InputError("--furthest must be at least 1");
     const auto labels = labels_for(o->files);
-    std::vector<ReportInput> inputs;
+    ReportFiles files;
     for (std::size_t i = 0; i < o->files.size(); ++i)
-      inputs.push_back({labels[i], read_results(o->files[i])});
-    const ReportModel m = build_report_model(std::move(inputs));
+      read_report_file(o->files[i], labels[i], files);
+    const ReportModel m = build_report_model(std::move(files));
     ReportOptions opt;
     opt.title = o->title;
     opt.generated = now_iso();
@@ -66,8 +71,21 @@ const bool registered = add_command([](CLI::App& app) {
     }
     std::size_t points = 0;
     for (const auto& s : m.series) points += s.ok.size();
-    fmt::print("report written to {}: {} file(s), {} series, {} roofline points\n", o->out,
-               m.inputs.size(), m.series.size(), points);
+    fmt::print("report written to {}: {} file(s), {} series, {} roofline points", o->out,
+               o->files.size(), m.series.size(), points);
+    if (!m.runs.empty() || !m.sweeps.empty())
+      fmt::print("; {} cluster run(s) with a timeline, {} goodput-vs-scale sweep(s)", m.runs.size(),
+                 m.sweeps.size());
+    fmt::print("\n");
+    for (const auto& in : m.runs)
+      fmt::print("  {:<28} ETTR {}, goodput {} (mean of {} run(s)); {}\n", in.label,
+                 percent(in.run.ettr.mean), percent(in.run.goodput.mean), in.run.runs,
+                 in.run.has_timeline ? fmt::format("timeline of run {}: {} interruptions",
+                                                   in.run.timeline_run, in.run.timeline.size())
+                                     : "no timeline");
+    for (const auto& in : m.sweeps)
+      fmt::print("  {:<28} {} points x {} variants\n", in.label, in.sweep.points.size(),
+                 in.sweep.variants.size());
     for (const auto& s : m.series)
       if (s.efficiency.count > 0)
         fmt::print("  {:<28} {}geomean efficiency {} over {} ops\n", s.name,

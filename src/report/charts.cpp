@@ -117,44 +117,98 @@ std::string marker(std::size_t shape, double x, double y, double r, std::string_
   }
 }
 
-namespace {
-
-std::string tick_label(double v) {
-  return fmt::format("{:g}", v);
+double LinearScale::operator()(double v) const {
+  return hi > lo ? p0 + (v - lo) / (hi - lo) * (p1 - p0) : p0;
 }
 
-// Log-log axes with decade grid lines and labels.
-std::string log_axes(const LogScale& x, const LogScale& y, std::string_view xlabel,
-                     std::string_view ylabel) {
+LinearScale LinearScale::nice(double min_v, double max_v, double p0, double p1, int ticks) {
+  if (!std::isfinite(min_v)) min_v = 0;
+  if (!std::isfinite(max_v) || max_v <= min_v) max_v = min_v + 1;
+  const double raw = (max_v - min_v) / std::max(1, ticks);
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (double f : {1.0, 2.0, 5.0})
+    if (f * mag >= raw * 0.999) {
+      step = f * mag;
+      break;
+    }
+  return {std::floor(min_v / step + 1e-9) * step, std::ceil(max_v / step - 1e-9) * step, p0, p1,
+          step};
+}
+
+std::vector<Tick> decade_ticks(const LogScale& s) {
+  std::vector<Tick> t;
+  for (double v = s.lo; v <= s.hi * 1.0001; v *= 10) t.push_back({s(v), fmt::format("{:g}", v)});
+  return t;
+}
+
+std::vector<Tick> log_ticks(const LogScale& s, std::string (*label)(double)) {
+  const bool fine = std::log10(s.hi / s.lo) <= 4;
+  std::vector<Tick> t;
+  for (double d = std::pow(10, std::floor(std::log10(s.lo))); d <= s.hi * 1.0001; d *= 10)
+    for (double f : {1.0, 2.0, 5.0}) {
+      const double v = d * f;
+      if ((f == 1.0 || fine) && v >= s.lo * 0.9999 && v <= s.hi * 1.0001)
+        t.push_back({s(v), label(v)});
+    }
+  return t;
+}
+
+std::vector<Tick> linear_ticks(const LinearScale& s, std::string (*label)(double)) {
+  std::vector<Tick> t;
+  const double step = s.step > 0 ? s.step : (s.hi - s.lo) / 5;
+  if (!(step > 0)) return t;
+  for (double v = s.lo; v <= s.hi + step * 1e-6; v += step)
+    t.push_back({s(v), label(std::abs(v) < step * 1e-9 ? 0.0 : v)});
+  return t;
+}
+
+std::string axes(const Axis& x, const Axis& y) {
   std::string s;
-  for (double v = x.lo; v <= x.hi * 1.0001; v *= 10) {
-    const double px = x(v);
-    s += fmt::format(
-        "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"></line>", px,
-        y.p0, px, y.p1);
-    s += fmt::format(
-        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", px,
-        y.p0 + 16, tick_label(v));
-  }
-  for (double v = y.lo; v <= y.hi * 1.0001; v *= 10) {
-    const double py = y(v);
+  for (const Tick& t : x.ticks) {
     s += fmt::format(
         "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"></line>",
-        x.p0, py, x.p1, py);
+        t.px, y.p0, t.px, y.p1);
+    s += fmt::format(
+        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", t.px,
+        y.p0 + 16, esc(t.label));
+  }
+  for (const Tick& t : y.ticks) {
+    s += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"></line>",
+        x.p0, t.px, x.p1, t.px);
     s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-                     x.p0 - 6, py + 4, tick_label(v));
+                     x.p0 - 6, t.px + 4, esc(t.label));
   }
   s += fmt::format(
       "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"></rect>",
       x.p0, y.p1, x.p1 - x.p0, y.p0 - y.p1);
   s +=
       fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-                  (x.p0 + x.p1) / 2, y.p0 + 36, esc(xlabel));
+                  x.label_mid >= 0 ? x.label_mid : (x.p0 + x.p1) / 2, y.p0 + 36, esc(x.label));
   s += fmt::format(
       "<text class=\"axis\" transform=\"translate({:.1f} {:.1f}) rotate(-90)\" "
       "text-anchor=\"middle\">{}</text>",
-      x.p0 - 52, (y.p0 + y.p1) / 2, esc(ylabel));
+      x.p0 - 52, y.label_mid >= 0 ? y.label_mid : (y.p0 + y.p1) / 2, esc(y.label));
   return s;
+}
+
+std::string group_digits(double v) {
+  std::string d = fmt::format("{:.0f}", std::abs(v)), o;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
+    o += d[i];
+  }
+  return (v < 0 ? "-" : "") + o;
+}
+
+namespace {
+
+// Log-log axes with decade grid lines and labels.
+std::string log_axes(const LogScale& x, const LogScale& y, std::string_view xlabel,
+                     std::string_view ylabel) {
+  return axes({x.p0, x.p1, decade_ticks(x), std::string(xlabel)},
+              {y.p0, y.p1, decade_ticks(y), std::string(ylabel)});
 }
 
 }  // namespace
@@ -451,6 +505,314 @@ std::string speed_svg(const ReportModel& m) {
         "{}</text>",
         p.projected ? " projtag" : "", x1 + 14, cy + 13, p.projected ? "PROJECTED - " : "", a.count,
         pct(a.q1), pct(a.q3), p.wins_a, p.wins_b);
+    s += "</g>";
+  }
+  s += "</svg>";
+  return s;
+}
+
+// ---- cluster charts --------------------------------------------------------------------
+
+namespace {
+
+// One legend entry drawn inside a chart: a marker, a line or a box, then its label.
+struct LegendItem {
+  enum Kind { mark, line, box } kind = mark;
+  std::string color;
+  std::size_t shape = 0;  // mark: marker shape
+  std::string dash;       // line: stroke-dasharray
+  std::string label, title;
+};
+
+// Entries left to right from (x0, y), wrapping before x1; returns the y below the last row.
+double draw_legend(std::string& s, const std::vector<LegendItem>& items, double x0, double y,
+                   double x1) {
+  double x = x0;
+  for (const LegendItem& it : items) {
+    const double w = 26 + 6.4 * static_cast<double>(it.label.size()) + 14;
+    if (x > x0 && x + w > x1) x = x0, y += 17;
+    s += "<g class=\"legend-item\">";
+    if (!it.title.empty()) s += fmt::format("<title>{}</title>", esc(it.title));
+    switch (it.kind) {
+      case LegendItem::mark:
+        s += marker(it.shape, x + 9, y - 4, 4,
+                    fmt::format("fill=\"{}\" stroke=\"{}\"", it.color, it.color), it.label);
+        break;
+      case LegendItem::line:
+        s += fmt::format(
+            "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+            "stroke-width=\"2\"{}></line>",
+            x, y - 4, x + 20, y - 4, it.color,
+            it.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", it.dash));
+        break;
+      case LegendItem::box:
+        s += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"18\" height=\"9\" fill=\"{}\"></rect>", x + 1,
+            y - 8.5, it.color);
+        break;
+    }
+    s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text></g>", x + 24, y,
+                     esc(it.label));
+    x += w;
+  }
+  return y + 8;
+}
+
+std::string chart_open(const char* cls, double W, double H, std::string_view title) {
+  return fmt::format(
+             "<svg class=\"chart {0}\" width=\"{1:.0f}\" height=\"{2:.0f}\" viewBox=\"0 0 "
+             "{1:.0f} {2:.0f}\" role=\"img\"><title>{3}</title>",
+             cls, W, H, esc(title)) +
+         fmt::format("<text class=\"ctitle\" x=\"12\" y=\"20\">{}</text>", esc(title));
+}
+
+std::string days_label(double v) {
+  return fmt::format("{:g}", v);
+}
+std::string pct_label(double v) {
+  return fmt::format("{:.0f}%", v * 100);
+}
+
+constexpr const char* kPlannedColor = "#111827";
+constexpr const char* kOtherColor = "#78716c";
+constexpr const char* kDownColor = "#9ca3af";
+constexpr const char* kLostColor = "#be185d";
+constexpr std::size_t kCauseColors = 6;  // series_color(0..5); the rest share kOtherColor
+
+}  // namespace
+
+std::string timeline_svg(const ClusterRun& r) {
+  const double end_h = cluster_end_h(r);
+  // Unexpected causes by how often they occur in this run, then in the table's order.
+  std::vector<std::pair<std::string, std::size_t>> causes;
+  for (const auto& [name, st] : r.by_cause) causes.push_back({name, 0});
+  std::size_t planned = 0;
+  for (const auto& e : r.timeline) {
+    if (e.planned) {
+      ++planned;
+      continue;
+    }
+    auto it = std::find_if(causes.begin(), causes.end(),
+                           [&](const auto& c) { return c.first == e.cause; });
+    if (it == causes.end())
+      causes.push_back({e.cause, 1});
+    else
+      ++it->second;
+  }
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  while (!causes.empty() && causes.back().second == 0) causes.pop_back();
+  std::map<std::string, const char*> color;
+  std::size_t other = 0, other_causes = 0;
+  for (std::size_t i = 0; i < causes.size(); ++i) {
+    const bool own = i < kCauseColors;
+    color[causes[i].first] = own ? series_color(i) : kOtherColor;
+    if (!own) other += causes[i].second, ++other_causes;
+  }
+
+  const double W = 960, x0 = 72, x1 = W - 24;
+  const std::string title = fmt::format(
+      "Interruptions of run {}{} over {:.3g} days{}", r.timeline_run,
+      r.runs > 1 ? fmt::format(" of {}", r.runs) : std::string(), end_h / 24,
+      r.chips > 0 ? fmt::format(", {} chips", group_digits(static_cast<double>(r.chips)))
+                  : std::string());
+  std::vector<LegendItem> items;
+  items.push_back({LegendItem::line, "#2563eb", 0, "", "kept training compute", ""});
+  items.push_back({LegendItem::line, "#6b7280", 0, "6 4", "no interruptions", ""});
+  for (std::size_t i = 0; i < causes.size() && color[causes[i].first] != kOtherColor; ++i)
+    items.push_back({LegendItem::mark, color[causes[i].first], 0, "",
+                     fmt::format("{} ({})", causes[i].first, causes[i].second), ""});
+  if (other > 0) {
+    std::string names;
+    for (const auto& [name, n] : causes)
+      if (color[name] == kOtherColor)
+        names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", name, n);
+    items.push_back(
+        {LegendItem::mark, kOtherColor, 0, "",
+         fmt::format("{} other cause{} ({})", other_causes, other_causes == 1 ? "" : "s", other),
+         names});
+  }
+  items.push_back(
+      {LegendItem::mark, kPlannedColor, 1, "", fmt::format("planned ({})", planned), ""});
+  items.push_back({LegendItem::box, kDownColor, 0, "", "down (detect, restart, re-warm)", ""});
+  items.push_back({LegendItem::box, kLostColor, 0, "", "lost work", ""});
+
+  std::string body;
+  const double top = draw_legend(body, items, x0, 42, x1) + 6;
+  const double y_plot0 = top + 220;  // bottom of the progress plot
+  const double lane_u = y_plot0 + 16, lane_p = y_plot0 + 32, lane_down = y_plot0 + 48,
+               lane_lost = y_plot0 + 64, bottom = y_plot0 + 76, H = bottom + 48;
+
+  const auto pts = cluster_progress(r);
+  const double tau = r.interval_min * 60;
+  const double rate = std::isfinite(tau) && tau > 0 ? tau / (tau + r.pause_s) : 1.0;
+  LinearScale x = LinearScale::nice(0, end_h / 24, x0, x1, 8);
+  x.hi = end_h / 24;  // the axis ends with the run; ticks stay on the step
+  double ymax = rate * end_h / 24;
+  for (const auto& p : pts) ymax = std::max(ymax, p.second / 24);
+  const LinearScale y = LinearScale::nice(0, ymax, y_plot0, top, 5);
+
+  std::string s = chart_open("timeline", W, H, title) + body;
+  Axis ya{bottom, top, linear_ticks(y, days_label), "kept compute (days)", (y_plot0 + top) / 2};
+  s += axes({x0, x1, linear_ticks(x, days_label), "wall clock (days since the start)"}, ya);
+  s += fmt::format(
+      "<line class=\"sep\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"></line>", x0,
+      y_plot0, x1, y_plot0);
+  for (const auto& [py, name] :
+       std::initializer_list<std::pair<double, const char*>>{{lane_u, "unexpected"},
+                                                             {lane_p, "planned"},
+                                                             {lane_down, "down"},
+                                                             {lane_lost, "lost work"}})
+    s += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+                     x0 - 6, py + 4, name);
+  // The lines: kept compute rebuilt from the timeline, and the job without interruptions.
+  s += fmt::format(
+      "<polyline class=\"ideal\" points=\"{:.1f},{:.1f} {:.1f},{:.1f}\"><title>no interruptions: "
+      "compute {} of the wall clock (checkpoint pauses only)</title></polyline>",
+      x(0), y(0), x(end_h / 24), y(rate * end_h / 24), pct(rate));
+  std::string line;
+  for (const auto& [th, ch] : pts) line += fmt::format("{:.1f},{:.1f} ", x(th / 24), y(ch / 24));
+  s += fmt::format(
+      "<polyline class=\"progress\" points=\"{}\"><title>kept training compute of run "
+      "{}: {:.2f} days at the end</title></polyline>",
+      line, r.timeline_run, pts.back().second / 24);
+  // Downtime (merged where recoveries overlap) and lost work in their lanes.
+  std::vector<std::pair<double, double>> down;
+  for (const auto& e : r.timeline) {
+    if (!(e.down_min > 0)) continue;
+    const double a = e.t_h, b = std::min(end_h, e.t_h + e.down_min / 60);
+    if (!down.empty() && a <= down.back().second)
+      down.back().second = std::max(down.back().second, b);
+    else
+      down.push_back({a, b});
+  }
+  for (const auto& [a, b] : down)
+    s += fmt::format(
+        "<rect class=\"down\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"9\" fill=\"{}\">"
+        "<title>down {:.1f} min from day {:.2f}</title></rect>",
+        x(a / 24), lane_down - 4.5, std::max(1.0, x(b / 24) - x(a / 24)), kDownColor, (b - a) * 60,
+        a / 24);
+  for (const auto& e : r.timeline)
+    if (e.lost_work_min > 0) {
+      const double a = std::max(0.0, e.t_h - e.lost_work_min / 60);
+      s += fmt::format(
+          "<rect class=\"lost\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"9\" "
+          "fill=\"{}\"><title>{:.1f} min of work lost at day {:.2f} ({})</title></rect>",
+          x(a / 24), lane_lost - 4.5, std::max(1.0, x(e.t_h / 24) - x(a / 24)), kLostColor,
+          e.lost_work_min, e.t_h / 24, esc(e.cause));
+    }
+  // One marker per interruption.
+  for (const auto& e : r.timeline) {
+    const char* col = e.planned ? kPlannedColor : color[e.cause];
+    const std::string hover = fmt::format(
+        "day {:.2f} ({:.1f} h): {}{}\nlost work {:.1f} min, down {:.1f} min{}", e.t_h / 24, e.t_h,
+        e.planned ? "planned stop" : e.cause, e.planned ? "" : " (unexpected)", e.lost_work_min,
+        e.down_min, e.spare_used ? ", hot spare used" : "");
+    s += marker(e.planned ? 1 : 0, x(std::min(e.t_h, end_h) / 24), e.planned ? lane_p : lane_u, 3.6,
+                fmt::format("class=\"ev {}\" fill=\"{}\" stroke=\"{}\"",
+                            e.planned ? "planned" : "unexpected", col, col),
+                hover);
+  }
+  if (!r.has_timeline)
+    s += fmt::format(
+        "<text class=\"clabel\" x=\"{:.1f}\" y=\"{:.1f}\">the file has no timeline "
+        "(attain cluster --no-timeline)</text>",
+        x0 + 8, top + 16);
+  s += "</svg>";
+  return s;
+}
+
+std::string sweep_svg(const ClusterSweep& sw) {
+  const double W = 820, x0 = 72, x1 = W - 24;
+  double cmin = HUGE_VAL, cmax = 0;
+  for (const auto& p : sw.points) {
+    cmin = std::min(cmin, static_cast<double>(p.chips));
+    cmax = std::max(cmax, static_cast<double>(p.chips));
+  }
+  // The x axis spans 1,000 .. 100,000 chips at least, widened to 1-2-5 values around the data.
+  auto down125 = [](double v) {
+    const double d = std::pow(10, std::floor(std::log10(v)));
+    return v >= 5 * d ? 5 * d : v >= 2 * d ? 2 * d : d;
+  };
+  auto up125 = [](double v) {
+    const double d = std::pow(10, std::floor(std::log10(v)));
+    return v <= d ? d : v <= 2 * d ? 2 * d : v <= 5 * d ? 5 * d : 10 * d;
+  };
+  const double lo = down125(std::min(1000.0, cmin)), hi = up125(std::max(1e5, cmax));
+  bool any_ci = false;
+  for (const auto& p : sw.points)
+    for (const auto& [n, v] : p.variants) any_ci = any_ci || v.has_ci;
+
+  std::vector<LegendItem> items;
+  for (std::size_t i = 0; i < sw.variants.size(); ++i)
+    items.push_back(
+        {LegendItem::mark, series_color(i), i, "", sw.variants[i].first, sw.variants[i].second});
+  items.push_back({LegendItem::line, "#374151", 0, "", "goodput", ""});
+  items.push_back({LegendItem::line, "#374151", 0, "6 4", "ETTR", ""});
+  items.push_back({LegendItem::line, "#111827", 0, "2 3", "MFU (healthy step)", ""});
+  if (any_ci) items.push_back({LegendItem::box, "#c7d2fe", 0, "", "95% CI of goodput", ""});
+  std::string body;
+  const double top = draw_legend(body, items, x0, 42, x1) + 8;
+  const double y0 = top + 300, H = y0 + 52;
+  const LogScale x{lo, hi, x0, x1};
+  const LinearScale y{0, 1, y0, top, 0.1};
+  const std::string title =
+      fmt::format("Goodput and ETTR against scale{}{}", sw.model.empty() ? "" : ": " + sw.model,
+                  sw.device.empty() ? "" : " on " + sw.device);
+  std::string s = chart_open("sweep", W, H, title) + body;
+  s += axes({x0, x1, log_ticks(x, group_digits), "chips (log scale)"},
+            {y0, top, linear_ticks(y, pct_label), "goodput, ETTR, MFU"});
+  auto Y = [&](double v) { return y(std::clamp(v, 0.0, 1.0)); };
+  // MFU of the healthy step at each scale: the ceiling goodput approaches.
+  std::string mfu;
+  for (const auto& p : sw.points)
+    if (std::isfinite(p.mfu))
+      mfu += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(p.chips)), Y(p.mfu));
+  if (!mfu.empty())
+    s += fmt::format(
+        "<polyline class=\"mfu\" points=\"{}\"><title>MFU of a healthy step</title></polyline>",
+        mfu);
+  for (std::size_t i = 0; i < sw.variants.size(); ++i) {
+    const auto& [name, what] = sw.variants[i];
+    const char* col = series_color(i);
+    std::string band_hi, band_lo, gp, et;
+    for (const auto& p : sw.points) {
+      const ClusterVariantPoint& v = p.variants.at(name);
+      const double px = x(static_cast<double>(p.chips));
+      band_hi += fmt::format("{:.1f},{:.1f} ", px, Y(v.goodput_hi));
+      band_lo.insert(0, fmt::format("{:.1f},{:.1f} ", px, Y(v.goodput_lo)));
+      gp += fmt::format("{:.1f},{:.1f} ", px, Y(v.goodput));
+      et += fmt::format("{:.1f},{:.1f} ", px, Y(v.ettr));
+    }
+    s += fmt::format("<g class=\"variant\" data-variant=\"{}\"><title>{}: {}</title>", esc(name),
+                     esc(name), esc(what));
+    if (any_ci)
+      s += fmt::format("<polygon class=\"band\" points=\"{}{}\" fill=\"{}\"></polygon>", band_hi,
+                       band_lo, col);
+    s += fmt::format("<polyline class=\"gline\" points=\"{}\" stroke=\"{}\"></polyline>", gp, col);
+    s += fmt::format("<polyline class=\"eline\" points=\"{}\" stroke=\"{}\"></polyline>", et, col);
+    for (const auto& p : sw.points) {
+      const ClusterVariantPoint& v = p.variants.at(name);
+      const double px = x(static_cast<double>(p.chips));
+      const std::string ci =
+          v.has_ci ? fmt::format(" [95% CI {} .. {}]", pct(v.goodput_lo), pct(v.goodput_hi)) : "";
+      const std::string eci =
+          v.has_ci ? fmt::format(" [95% CI {} .. {}]", pct(v.ettr_lo), pct(v.ettr_hi)) : "";
+      if (v.has_ci)
+        s += fmt::format(
+            "<line class=\"whisker\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+            "stroke=\"{3}\"></line>",
+            px, Y(v.ettr_lo), Y(v.ettr_hi), col);
+      s += marker(
+          i, px, Y(v.goodput), 4.2, fmt::format("class=\"gp\" fill=\"{}\" stroke=\"{}\"", col, col),
+          fmt::format("{} at {} chips: goodput {}{}; MFU {}", name,
+                      group_digits(static_cast<double>(p.chips)), pct(v.goodput), ci, pct(p.mfu)));
+      s += marker(
+          i, px, Y(v.ettr), 3.6,
+          fmt::format("class=\"et\" fill=\"#ffffff\" stroke=\"{}\" stroke-width=\"1.4\"", col),
+          fmt::format("{} at {} chips: ETTR {}{}", name, group_digits(static_cast<double>(p.chips)),
+                      pct(v.ettr), eci));
+    }
     s += "</g>";
   }
   s += "</svg>";

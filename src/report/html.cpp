@@ -48,6 +48,12 @@ svg .clabel{font-size:11.5px;fill:#111827}svg .clabel.alt{fill:#4b5563}
 svg .pt{fill-opacity:.6;stroke-width:1}svg .pt.proj{stroke-dasharray:2 1.5;stroke-width:1.3}
 svg .dot{fill-opacity:.35}svg .whisker{stroke:#374151;stroke-width:1.3}
 svg .median{stroke:#111827;stroke-width:2.2}
+svg .ctitle{font-size:14px;font-weight:600;fill:#111827}svg .sep{stroke:#6b7280;stroke-width:1}
+svg .progress{fill:none;stroke:#2563eb;stroke-width:2}
+svg .ideal{fill:none;stroke:#6b7280;stroke-width:1.4;stroke-dasharray:6 4}
+svg .ev{fill-opacity:.8}svg .band{fill-opacity:.13;stroke:none}
+svg .gline{fill:none;stroke-width:2}svg .eline{fill:none;stroke-width:1.5;stroke-dasharray:6 4}
+svg .mfu{fill:none;stroke:#111827;stroke-width:1.4;stroke-dasharray:2 3}
 )";
 
 std::string fmt_count(std::size_t n, const char* what) {
@@ -294,19 +300,217 @@ std::string kind_legend(const ReportModel& m, std::size_t file) {
   return s;
 }
 
-}  // namespace
+std::string ci_pct(const ClusterStat& st) {
+  return st.has_ci() ? fmt::format("{} <span class=\"note\">[{} .. {}]</span>", pct(st.mean),
+                                   pct(st.lo), pct(st.hi))
+                     : pct(st.mean);
+}
+// Counts cannot be negative: an interval of few runs is cut at zero.
+std::string ci_count(const ClusterStat& st) {
+  return st.has_ci() ? fmt::format("{:.1f} <span class=\"note\">[{:.1f} .. {:.1f}]</span>", st.mean,
+                                   std::max(0.0, st.lo), st.hi)
+                     : fmt::format("{:.0f}", st.mean);
+}
+std::string minutes(double m) {
+  return std::isfinite(m) && m > 0 ? fmt::format("{:.1f} min", m) : "-";
+}
+std::string data_line(const std::string& command) {
+  return command.empty() ? " The file does not record the command that produced it."
+                         : " Data: <code>" + esc(command) + "</code>.";
+}
 
-std::string render_report_html(const ReportModel& m, const ReportOptions& opt) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";
-  h += fmt::format("<title>{}</title><style>{}</style></head><body>", esc(opt.title), kStyle);
-  h += fmt::format("<h1>{}</h1>", esc(opt.title));
+std::string cluster_inputs(const ReportModel& m) {
+  std::string s =
+      "<table class=\"cluster-inputs\"><thead><tr><th>file</th><th>kind</th><th>model</th>"
+      "<th>device</th><th>chips</th><th>simulated</th><th>runs</th><th>created</th>"
+      "<th>command</th></tr></thead><tbody>";
+  for (const auto& in : m.runs) {
+    const ClusterRun& r = in.run;
+    s += fmt::format(
+        "<tr><td>{}</td><td>one job</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td></tr>",
+        esc(in.label), esc(r.model), esc(r.device),
+        report::group_digits(static_cast<double>(r.chips)),
+        r.days > 0 ? fmt::format("{:g} days", r.days)
+                   : fmt::format("until {:.3g} tokens", r.token_budget),
+        r.runs, esc(r.created), esc(r.command));
+  }
+  for (const auto& in : m.sweeps) {
+    const ClusterSweep& sw = in.sweep;
+    const std::string chips =
+        sw.points.size() == 1
+            ? report::group_digits(static_cast<double>(sw.points[0].chips))
+            : fmt::format("{} .. {} ({} points)",
+                          report::group_digits(static_cast<double>(sw.points.front().chips)),
+                          report::group_digits(static_cast<double>(sw.points.back().chips)),
+                          sw.points.size());
+    s += fmt::format(
+        "<tr><td>{}</td><td>sweep</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td></tr>",
+        esc(in.label), esc(sw.model), esc(sw.device), chips,
+        sw.days > 0 ? fmt::format("{:g} days per point", sw.days) : "-", sw.runs, esc(sw.created),
+        esc(sw.command));
+  }
+  return s + "</tbody></table>";
+}
+
+std::string cluster_run_section(const ClusterRunInput& in) {
+  const ClusterRun& r = in.run;
+  std::string h = fmt::format(
+      "<h3>{} &#8212; {}{}</h3>", esc(in.label), esc(r.model.empty() ? "training job" : r.model),
+      r.chips > 0 ? fmt::format(" on {} x {}", report::group_digits(static_cast<double>(r.chips)),
+                                esc(r.device))
+                  : std::string());
+  if (r.has_timeline) {
+    h += "<div class=\"scroll\">" + report::timeline_svg(r) + "</div>";
+    const double tau = r.interval_min * 60;
+    const double rate = std::isfinite(tau) && tau > 0 ? tau / (tau + r.pause_s) : 1.0;
+    const auto pts = cluster_progress(r);
+    h += fmt::format(
+        "<p class=\"note\">The timeline of run {} of {} (a cluster file holds one run's timeline; "
+        "the tables give means over all runs with 95% confidence intervals of the mean). x = wall "
+        "clock in days. Blue line = training compute kept so far, rebuilt from the timeline: the "
+        "job computes {} of the time it is up (checkpoints: {}, every {}, a {:.1f} s pause each) "
+        "and "
+        "falls back by the lost work at each failure; dashed = the same job without interruptions. "
+        "One marker per interruption ({} in all): circles unexpected, coloured by cause; squares "
+        "planned. The lanes below show the downtime (detection, waiting for a node, restart, "
+        "load, re-warm) and the work lost, each at least one pixel wide. Single checkpoints are "
+        "not drawn: the file records the interval, not each checkpoint.",
+        r.timeline_run, r.runs, pct(rate), esc(r.checkpoint_mode), minutes(r.interval_min),
+        r.pause_s, r.timeline.size());
+    if (r.run_useful_h > 0)
+      h += fmt::format(
+          " The rebuilt line ends at {:.2f} days of kept compute; the simulation counted {:.2f} "
+          "for this run.",
+          pts.back().second / 24, r.run_useful_h / 24);
+    if (r.run_events > static_cast<double>(r.timeline.size()))
+      h += fmt::format(" The timeline stops after {} of the run's {:.0f} interruptions.",
+                       r.timeline.size(), r.run_events);
+    h += data_line(r.command) + "</p>";
+  } else {
+    h += "<p class=\"note\">This file has no timeline (written with <code>--no-timeline</code>): "
+         "figures only." +
+         data_line(r.command) + "</p>";
+  }
+  // Interruptions by cause.
+  std::map<std::string, std::size_t> in_run;
+  std::size_t planned_run = 0;
+  for (const auto& e : r.timeline) e.planned ? ++planned_run : ++in_run[e.cause];
+  const bool pub = !r.published.empty();
   h += fmt::format(
-      "<p class=\"note\">{}{}. Efficiency = achieved throughput / attainable throughput, where "
-      "attainable = min(compute peak of the op's dtype, FLOPs/byte &#215; memory bandwidth) on the "
-      "machine or device each file names. Aggregates over ops are geometric means.</p>",
-      opt.generated.empty() ? "" : "Generated " + esc(opt.generated) + " from ",
-      opt.generated.empty() ? "From " + fmt_count(m.inputs.size(), "results file")
-                            : fmt_count(m.inputs.size(), "results file"));
+      "<table class=\"causes\"><thead><tr><th>interruptions by cause</th>{}<th>mean over {} "
+      "run{}</th>{}</tr></thead><tbody>",
+      r.has_timeline ? fmt::format("<th>run {}</th>", r.timeline_run) : "", r.runs,
+      r.runs == 1 ? "" : "s",
+      pub ? fmt::format("<th>published ({} chips, {:g} days)</th>",
+                        report::group_digits(static_cast<double>(r.published_chips)),
+                        r.published_days)
+          : "");
+  auto row = [&](const std::string& name, const std::string& run, const ClusterStat& st,
+                 const std::string& published, bool bold) {
+    h += fmt::format("<tr><td>{}{}{}</td>{}<td class=\"num\">{}</td>{}</tr>", bold ? "<b>" : "",
+                     esc(name), bold ? "</b>" : "",
+                     r.has_timeline ? "<td class=\"num\">" + run + "</td>" : "", ci_count(st),
+                     pub ? "<td class=\"num\">" + published + "</td>" : "");
+  };
+  for (const auto& [cause, st] : r.by_cause) {
+    auto it = in_run.find(cause);
+    auto p = r.published.find(cause);
+    if (st.mean == 0 && it == in_run.end() && p == r.published.end()) continue;
+    row(cause, std::to_string(it == in_run.end() ? 0 : it->second), st,
+        p == r.published.end() ? "-" : fmt::format("{:g}", p->second), false);
+  }
+  double pub_unexpected = 0;
+  for (const auto& [c, v] : r.published) pub_unexpected += v;
+  row("unexpected", std::to_string(r.timeline.size() - planned_run), r.unexpected,
+      fmt::format("{:g}", pub_unexpected), true);
+  row("planned", std::to_string(planned_run), r.planned,
+      r.published_planned >= 0 ? fmt::format("{:g}", r.published_planned) : "-", true);
+  h += "</tbody></table>";
+  if (pub && (r.published_chips != r.chips || r.published_days != r.days))
+    h += "<p class=\"note\">The published record is of a different job size or length than this "
+         "simulation: compare its counts in proportion, not one to one.</p>";
+  // The run's figures.
+  auto run_val = [&](double v) {
+    return r.has_timeline && v >= 0
+               ? fmt::format(" <span class=\"note\">(run {}: {})</span>", r.timeline_run, pct(v))
+               : std::string();
+  };
+  h += "<table class=\"figures\"><tbody>";
+  h += fmt::format(
+      "<tr><th>ETTR</th><td class=\"num\">{}{}</td><td>useful training time / wall clock</td></tr>",
+      ci_pct(r.ettr), run_val(r.run_ettr));
+  h += fmt::format(
+      "<tr><th>goodput</th><td class=\"num\">{}{}</td><td>kept model FLOPs / (chips x peak x "
+      "wall)</td></tr>",
+      ci_pct(r.goodput), run_val(r.run_goodput));
+  h += fmt::format(
+      "<tr><th>MFU</th><td class=\"num\">{}</td><td>of a healthy step (3 x forward FLOPs / "
+      "(chips x peak x step))</td></tr>",
+      pct(r.mfu));
+  h += fmt::format(
+      "<tr><th>checkpoint interval</th><td class=\"num\">{}</td><td>{} checkpoints; Daly's "
+      "optimum {}, Young's {}; pause {:.1f} s</td></tr>",
+      minutes(r.interval_min), esc(r.checkpoint_mode.empty() ? "-" : r.checkpoint_mode),
+      minutes(r.daly_min), minutes(r.young_min), r.pause_s);
+  if (std::isfinite(r.mtbf_h))
+    h += fmt::format(
+        "<tr><th>MTBF</th><td class=\"num\">{:.2f} h</td><td>between unexpected failures of the "
+        "job (failure table {})</td></tr>",
+        r.mtbf_h, esc(r.failures.empty() ? "-" : r.failures));
+  h += "</tbody></table>";
+  return h;
+}
+
+std::string cluster_sweep_section(const ClusterSweepInput& in) {
+  const ClusterSweep& sw = in.sweep;
+  std::string h = fmt::format("<h3>{} &#8212; goodput against scale</h3>", esc(in.label));
+  h += "<div class=\"scroll\">" + report::sweep_svg(sw) + "</div>";
+  std::string variants;
+  for (const auto& [name, what] : sw.variants)
+    variants += fmt::format("{}<b>{}</b>: {}", variants.empty() ? "" : "; ", esc(name), esc(what));
+  bool any_ci = false;
+  for (const auto& p : sw.points)
+    for (const auto& [n, v] : p.variants) any_ci = any_ci || v.has_ci;
+  h += fmt::format(
+      "<p class=\"note\">x = chips on a log scale (each point rounded down to whole TP x PP "
+      "groups by attain cluster); y = goodput (solid lines, filled markers: kept model FLOPs / "
+      "(chips x peak x wall)) and ETTR (dashed lines, hollow markers: useful training time / "
+      "wall), one colour and marker per variant; dotted = MFU of a healthy step, the ceiling of "
+      "goodput. {}Variants: {}.{}</p>",
+      any_ci ? fmt::format("Bands: 95% confidence interval of the mean goodput over {} runs per "
+                           "point; whiskers: the same for ETTR (both clipped to 0..100%). ",
+                           sw.runs)
+             : "",
+      variants, data_line(sw.command));
+  h += "<div class=\"scroll\"><table class=\"sweep\"><thead><tr><th>chips</th><th>MTBF</th>"
+       "<th>step</th><th>MFU</th>";
+  for (const auto& v : sw.variants) h += fmt::format("<th>{}: goodput (ETTR)</th>", esc(v.first));
+  h += "</tr></thead><tbody>";
+  for (const auto& p : sw.points) {
+    h += fmt::format(
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td>",
+        report::group_digits(static_cast<double>(p.chips)),
+        std::isfinite(p.mtbf_h) ? fmt::format("{:.2f} h", p.mtbf_h) : "-", duration(p.step_s),
+        pct(p.mfu));
+    for (const auto& v : sw.variants) {
+      const ClusterVariantPoint& c = p.variants.at(v.first);
+      h += fmt::format("<td class=\"num\">{} ({}){}</td>", pct(c.goodput), pct(c.ettr),
+                       c.has_ci ? fmt::format(" <span class=\"note\">[{} .. {}]</span>",
+                                              pct(c.goodput_lo), pct(c.goodput_hi))
+                                : "");
+    }
+    h += "</tr>";
+  }
+  h += "</tbody></table></div>";
+  return h;
+}
+
+// Everything about results files: inputs, headline, rooflines, efficiency, speed, tables.
+std::string results_sections(const ReportModel& m, const ReportOptions& opt) {
+  std::string h;
   const bool any_proj =
       std::any_of(m.series.begin(), m.series.end(), [](const auto& s) { return s.projected; });
   if (any_proj)
@@ -430,6 +634,38 @@ std::string render_report_html(const ReportModel& m, const ReportOptions& opt) {
   h += furthest_tables(m, opt.furthest);
 
   h += "<h2>Status</h2>" + status_section(m);
+  return h;
+}
+
+}  // namespace
+
+std::string render_report_html(const ReportModel& m, const ReportOptions& opt) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";
+  h += fmt::format("<title>{}</title><style>{}</style></head><body>", esc(opt.title), kStyle);
+  h += fmt::format("<h1>{}</h1>", esc(opt.title));
+  std::string from;
+  for (const auto& [n, what] :
+       {std::pair{m.inputs.size(), "results file"}, std::pair{m.runs.size(), "cluster run file"},
+        std::pair{m.sweeps.size(), "cluster sweep file"}})
+    if (n > 0) from += (from.empty() ? "" : ", ") + fmt_count(n, what);
+  h += fmt::format("<p class=\"note\">{}{}.{}</p>",
+                   opt.generated.empty() ? "From " : "Generated " + esc(opt.generated) + " from ",
+                   from.empty() ? "no files" : from,
+                   m.inputs.empty()
+                       ? ""
+                       : " Efficiency = achieved throughput / attainable throughput, where "
+                         "attainable = min(compute peak of the op's dtype, FLOPs/byte &#215; "
+                         "memory bandwidth) on the machine or device each file names. Aggregates "
+                         "over ops are geometric means.");
+  if (!m.inputs.empty()) h += results_sections(m, opt);
+  if (!m.runs.empty() || !m.sweeps.empty()) {
+    h += "<h2>Training at scale (attain cluster)</h2><p class=\"note\">Simulated training jobs "
+         "(<code>attain cluster</code>, docs/cluster.md): every figure below is a simulation "
+         "result, not a measurement.</p>";
+    h += "<div class=\"scroll\">" + cluster_inputs(m) + "</div>";
+    for (const auto& in : m.runs) h += cluster_run_section(in);
+    for (const auto& in : m.sweeps) h += cluster_sweep_section(in);
+  }
   h += "<p class=\"note\">Written by attain report; the page is self-contained (inline SVG and "
        "CSS, no scripts).</p>";
   h += "</body></html>\n";

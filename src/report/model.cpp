@@ -71,6 +71,13 @@ ReportModel build_report_model(std::vector<ReportInput> inputs) {
   return m;
 }
 
+ReportModel build_report_model(ReportFiles files) {
+  ReportModel m = build_report_model(std::move(files.results));
+  m.runs = std::move(files.runs);
+  m.sweeps = std::move(files.sweeps);
+  return m;
+}
+
 nlohmann::json report_summary_json(const ReportModel& m) {
   auto agg = [](const Aggregate& a) {
     return nlohmann::json{{"count", a.count},
@@ -102,7 +109,38 @@ nlohmann::json report_summary_json(const ReportModel& m) {
                      {"wins_b", p.wins_b},
                      {"ties", p.ties},
                      {"projected", p.projected}});
-  return {{"series", series}, {"pairs", pairs}};
+  auto stat = [](const ClusterStat& st) {
+    return nlohmann::json{{"mean", st.mean}, {"ci95", {st.lo, st.hi}}, {"n", st.n}};
+  };
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& in : m.runs) {
+    const ClusterRun& r = in.run;
+    runs.push_back({{"file", in.label},
+                    {"model", r.model},
+                    {"device", r.device},
+                    {"chips", r.chips},
+                    {"runs", r.runs},
+                    {"ettr", stat(r.ettr)},
+                    {"goodput", stat(r.goodput)},
+                    {"mfu", r.mfu},
+                    {"unexpected", stat(r.unexpected)},
+                    {"planned", stat(r.planned)},
+                    {"timeline_run", r.timeline_run},
+                    {"timeline_events", r.timeline.size()},
+                    {"kept_compute_h", cluster_progress(r).back().second},
+                    {"command", r.command}});
+  }
+  nlohmann::json sweeps = nlohmann::json::array();
+  for (const auto& in : m.sweeps) {
+    nlohmann::json chips = nlohmann::json::array(), variants = nlohmann::json::array();
+    for (const auto& p : in.sweep.points) chips.push_back(p.chips);
+    for (const auto& v : in.sweep.variants) variants.push_back(v.first);
+    sweeps.push_back({{"file", in.label},
+                      {"chips", chips},
+                      {"variants", variants},
+                      {"command", in.sweep.command}});
+  }
+  return {{"series", series}, {"pairs", pairs}, {"cluster_runs", runs}, {"cluster_sweeps", sweeps}};
 }
 
 }  // namespace attain

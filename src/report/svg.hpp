@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attain/report.hpp"
 
@@ -24,6 +25,36 @@ struct LogScale {
   static LogScale decades(double min_v, double max_v, double p0, double p1);
 };
 
+// Maps [lo, hi] onto pixels [p0, p1] linearly.
+struct LinearScale {
+  double lo = 0, hi = 1, p0 = 0, p1 = 1;
+  double step = 0;  // between ticks; 0: a fifth of the range
+  double operator()(double v) const;
+  // [min_v, max_v] widened to multiples of a 1-2-5 step giving about `ticks` intervals.
+  static LinearScale nice(double min_v, double max_v, double p0, double p1, int ticks = 6);
+};
+
+// An axis as drawn: tick positions in pixels with their labels.
+struct Tick {
+  double px = 0;
+  std::string label;
+};
+struct Axis {
+  double p0 = 0, p1 = 1;  // x: left, right; y: bottom, top
+  std::vector<Tick> ticks;
+  std::string label;
+  double label_mid = -1;  // where the axis label is centred (< 0: the middle of p0..p1)
+};
+std::vector<Tick> decade_ticks(const LogScale& s);  // 1, 10, 100, ...
+// 1, 2, 5, 10, ... inside the scale (decades only beyond four decades); `label` writes each.
+std::vector<Tick> log_ticks(const LogScale& s, std::string (*label)(double));
+// Multiples of the scale's step; `label` writes each.
+std::vector<Tick> linear_ticks(const LinearScale& s, std::string (*label)(double));
+// Grid lines at every tick, tick labels, the frame and both axis labels.
+std::string axes(const Axis& x, const Axis& y);
+
+std::string group_digits(double v);  // 100000 -> "100,000"
+
 const char* kind_color(OpKind k);
 const char* series_color(std::size_t i);
 
@@ -39,5 +70,14 @@ std::string roofline_svg(const ReportModel& m, std::size_t file);
 std::string efficiency_box_svg(const ReportModel& m);
 // Relative speed per pair: geomean bar from 100%, quartile whisker, median tick (log scale).
 std::string speed_svg(const ReportModel& m);
+
+// A cluster run's timeline: kept training compute against the wall clock (cluster_progress),
+// beside the no-interruption line; one element of class "ev" per interruption (coloured by
+// cause, planned ones square), downtime and lost work in lanes below.
+std::string timeline_svg(const ClusterRun& r);
+// Goodput (solid, one element of class "gp" per point) and ETTR (dashed, class "et") against
+// chips on a log axis, one colour per variant, confidence bands where the sweep has them, and
+// the healthy-cluster MFU dotted.
+std::string sweep_svg(const ClusterSweep& s);
 
 }  // namespace attain::report

@@ -43,7 +43,49 @@ Scheduler& Scheduler::instance() {
   return s;
 }
 
+namespace {
+// Everything key_of() reads, hashed (FNV-1a over the fields), plus the machine's threads.
+std::uint64_t shape_hash(const gemm::Call& c, const Machine& m) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<std::uint64_t>(c.form));
+  mix(static_cast<std::uint64_t>(c.p.a_type) | static_cast<std::uint64_t>(c.p.b_type) << 8 |
+      static_cast<std::uint64_t>(c.p.c_type) << 16 | static_cast<std::uint64_t>(c.p.trans_a) << 24 |
+      static_cast<std::uint64_t>(c.p.trans_b) << 32);
+  mix(static_cast<std::uint64_t>(c.p.threads) | static_cast<std::uint64_t>(m.threads) << 32);
+  mix(static_cast<std::uint64_t>(c.p.m));
+  mix(static_cast<std::uint64_t>(c.p.n));
+  mix(static_cast<std::uint64_t>(c.p.k));
+  mix(static_cast<std::uint64_t>(c.form == gemm::Form::single ? 1 : c.items));
+  return h;
+}
+}  // namespace
+
 Scheduler::Choice Scheduler::choose(const gemm::Call& c, const Machine& m) const {
+  // A grouped call's model choice depends on its counts / offsets: only tuned choices of
+  // grouped calls are remembered.
+  const bool grouped =
+      c.form == gemm::Form::grouped_contiguous || c.form == gemm::Form::grouped_masked;
+  const std::uint64_t h = shape_hash(c, m);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = memo_.find(h);
+    if (it != memo_.end()) return it->second;
+  }
+  const Choice ch = choose_uncached(c, m);
+  if (!grouped || ch.source == Source::tuned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_.emplace(h, ch);
+  }
+  return ch;
+}
+
+Scheduler::Choice Scheduler::choose_uncached(const gemm::Call& c, const Machine& m) const {
   const Key k = key_of(c);
   for (const Entry* e : {cache_.find(k), cache_.nearest(k)}) {
     if (e == nullptr) continue;
