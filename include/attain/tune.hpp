@@ -51,7 +51,7 @@ std::vector<gemm::Schedule> candidates(const gemm::Call& c, const Machine& m);
 double estimate(const gemm::Call& c, const gemm::Schedule& s, const Machine& m);  // seconds
 
 struct SearchOptions {
-  int top = 8;            // measure at most this many of the model's best
+  int top = 10;           // measure at most this many (the default and each family first)
   double budget_s = 1.5;  // wall-clock budget per call
   double seconds_per_trial = 0.04;
   double stop_ratio = 1.15;    // stop when the next candidate's corrected estimate is

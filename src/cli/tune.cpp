@@ -127,7 +127,7 @@ const bool registered = add_command([](CLI::App& app) {
   struct Opts {
     OpSource src;
     std::string explain, out;
-    int threads = 0, stages = 2, top = 8;
+    int threads = 0, stages = 2, top = 10;
     double budget = 1.5;
     bool force = false, json = false, no_progress = false;
     std::uint64_t seed = 42;

@@ -65,11 +65,14 @@ const json* find_object(const json& j, const char* key) {
 }
 
 // [lo, hi] at `key`, or (v, v).
+// A fraction's interval (ETTR, goodput), kept within [0, 1]: a normal-approximation interval
+// over few runs can reach past the ends.
 std::pair<double, double> interval(const json& j, const char* key, double v) {
   auto it = j.find(key);
   if (it != j.end() && it->is_array() && it->size() == 2 && (*it)[0].is_number() &&
       (*it)[1].is_number())
-    return {(*it)[0].get<double>(), (*it)[1].get<double>()};
+    return {std::clamp((*it)[0].get<double>(), 0.0, 1.0),
+            std::clamp((*it)[1].get<double>(), 0.0, 1.0)};
   return {v, v};
 }
 

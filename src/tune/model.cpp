@@ -173,6 +173,9 @@ Machine Machine::from(const HostCeilings& host, int threads) {
     m.read_gbps_all = m.read_gbps_1t * m.threads;
   }
   if (m.threads == 1) m.read_gbps_all = m.read_gbps_1t;
+  // A probe taken on a busy machine can show less bandwidth for all threads than for one;
+  // more threads never stream less.
+  m.read_gbps_all = std::max(m.read_gbps_all, m.read_gbps_1t);
   return m;
 }
 

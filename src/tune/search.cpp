@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include "attain/bench.hpp"
 #include "attain/tune.hpp"
@@ -45,12 +47,25 @@ SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt) {
   r.ranked = static_cast<int>(cands.size());
   std::vector<double> est(cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) est[i] = estimate(c, cands[i], m);
-  // The default (cands[0]) is always measured first; the rest in the model's order.
-  std::vector<std::size_t> order(cands.size() - 1);
-  std::iota(order.begin(), order.end(), 1);
-  std::stable_sort(order.begin(), order.end(),
+  // The default (cands[0]) is always measured first. Then the model's best of every family
+  // (thread count x fused or not x path), so one wrong guess of the model's between families
+  // cannot hide a whole family; then the rest in the model's order.
+  std::vector<std::size_t> ranked(cands.size() - 1);
+  std::iota(ranked.begin(), ranked.end(), 1);
+  std::stable_sort(ranked.begin(), ranked.end(),
                    [&](std::size_t a, std::size_t b) { return est[a] < est[b]; });
-  order.insert(order.begin(), 0);
+  std::vector<std::size_t> order = {0}, rest;
+  std::set<std::tuple<int, bool, int>> families;
+  auto family = [&](std::size_t i) {
+    gemm::Params q = c.p;
+    q.schedule = cands[i];
+    const gemm::Schedule rs = gemm::resolve(q);
+    return std::tuple<int, bool, int>(rs.threads, rs.fuse_items, static_cast<int>(rs.path));
+  };
+  families.insert(family(0));
+  for (std::size_t i : ranked) (families.insert(family(i)).second ? order : rest).push_back(i);
+  const std::size_t family_heads = order.size();
+  order.insert(order.end(), rest.begin(), rest.end());
 
   std::size_t best = 0;
   double best_s = 0;
@@ -58,8 +73,10 @@ SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt) {
   int measured = 0;
   for (std::size_t idx : order) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (measured > 1) {
-      if (measured > opt.top || elapsed > opt.budget_s) break;
+    // The family heads are measured regardless of the model's ranking (within the budget).
+    const bool head = static_cast<std::size_t>(measured) < family_heads;
+    if (measured > 1 && (measured > opt.top || elapsed > opt.budget_s)) break;
+    if (measured > 1 && !head) {
       std::vector<double> rs = ratio;
       std::nth_element(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(rs.size() / 2),
                        rs.end());
