@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "attain/bench.hpp"
@@ -14,7 +15,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Reading a buffer twice the LLC's size evicts whatever the last run left in cache.
-// Reads, not writes: the flush buffer's own lines stay clean and leave silently.
+// Reads, not writes: the flush buffer's own lines stay clean and leave silently. One word
+// per cache line is read (the line comes in whole). The buffer is allocated and touched once
+// per process and size, not per timing: faulting in 128 MiB costs more than the flushes.
 class LlcFlusher {
  public:
   explicit LlcFlusher(std::int64_t llc_bytes)
@@ -23,11 +26,16 @@ class LlcFlusher {
         buf_(new std::uint64_t[n_]) {
     for (std::size_t i = 0; i < n_; ++i) buf_[i] = i;  // touch: no shared zero page
   }
+  std::size_t words() const { return n_; }
   void flush() {
+    constexpr std::size_t kLine = 64 / sizeof(std::uint64_t);
     std::uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
-    for (std::size_t i = 0; i + 4 <= n_; i += 4) {
-      acc0 += buf_[i], acc1 += buf_[i + 1], acc2 += buf_[i + 2], acc3 += buf_[i + 3];
+    std::size_t i = 0;
+    for (; i + 4 * kLine <= n_; i += 4 * kLine) {
+      acc0 += buf_[i], acc1 += buf_[i + kLine], acc2 += buf_[i + 2 * kLine],
+          acc3 += buf_[i + 3 * kLine];
     }
+    for (; i < n_; i += kLine) acc0 += buf_[i];
     sink_ = acc0 + acc1 + acc2 + acc3;
   }
 
@@ -36,6 +44,18 @@ class LlcFlusher {
   std::unique_ptr<std::uint64_t[]> buf_;
   volatile std::uint64_t sink_ = 0;
 };
+
+// The process's flusher for this LLC size (kept: timings follow each other all run long).
+LlcFlusher& shared_flusher(std::int64_t llc_bytes) {
+  static std::mutex mu;
+  static std::unique_ptr<LlcFlusher> f;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::size_t want =
+      static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) * 2 /
+      sizeof(std::uint64_t);
+  if (!f || f->words() != want) f = std::make_unique<LlcFlusher>(llc_bytes);
+  return *f;
+}
 
 }  // namespace
 
@@ -61,8 +81,7 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
   const bool flush = !device && !cfg.hot &&
                      static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
                          2.0 * static_cast<double>(cfg.llc_bytes);
-  std::unique_ptr<LlcFlusher> flusher;
-  if (flush) flusher = std::make_unique<LlcFlusher>(cfg.llc_bytes);
+  LlcFlusher* flusher = flush ? &shared_flusher(cfg.llc_bytes) : nullptr;
 
   // Warm-up: every set once (page faults, thread-pool start, library init), untimed.
   for (Kernel* k : kernels) k->run();

@@ -70,6 +70,10 @@ double convert_s(DType t) {
 // Fraction of the FMA peak the kernels reach: the decode kernel (few rows of A per W row, a
 // reduction per output) and the packed micro-kernel in steady state.
 constexpr double kDecodeEff = 0.45;
+// Fraction of the probed read bandwidth the decode kernel streams W at (measured 0.55-0.65 on
+// the Zen 5 guest, docs/tuning.md): estimates in real seconds make --explain readable and the
+// search's early stop less dependent on its correction factor.
+constexpr double kDecodeBwEff = 0.62;
 constexpr double kPackedEff = 0.85;
 constexpr double kPackS = 0.35e-9;   // packing one element (load, convert, interleave, store)
 constexpr double kBlockS = 0.4e-6;   // setting up one block (workspace, loop nest)
@@ -122,7 +126,7 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc, in
       const double nb = d(std::min(chunk, p.n - n0));
       for (int sl = 0; sl < slices; ++sl) {
         const double k = d(std::min(kl, p.k - sl * kl));
-        const double mem = (nb * k * bsz + d(p.m) * k * 4.0) / bw;
+        const double mem = (nb * k * bsz + d(p.m) * k * 4.0) / (bw * kDecodeBwEff);
         // Prefetch: one stage leaves the next tile's latency exposed.
         const double stall = s.stages <= 1 ? 0.15 * mem : 0.0;
         const double comp =
