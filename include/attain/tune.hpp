@@ -43,6 +43,8 @@ struct Machine {
   // Read bandwidth one thread gets when `active` threads stream at once.
   double bw_per_thread(int active) const;
 };
+// This host's model for `threads` threads from the (cached) probe, made once per thread count.
+const Machine& host_machine(int threads);
 
 Key key_of(const gemm::Call& c);
 
@@ -103,7 +105,10 @@ namespace attain {
 class TensorSet;
 struct RunOptions;
 namespace backends {
-// The harness op bound to `set` as an engine call (what the attain backend runs).
+// The harness op as an engine call without data: shapes, dtypes, form, strides (enough for
+// the scheduler's key). Throws std::logic_error for mla_decode.
+gemm::Call gemm_shape(const Op& op, const RunOptions& opt);
+// The same call bound to `set` (what the attain backend runs).
 gemm::Call gemm_call(TensorSet& set, const RunOptions& opt);
 }  // namespace backends
 }  // namespace attain

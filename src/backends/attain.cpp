@@ -1,9 +1,6 @@
 // The attain backend: the harness's ops mapped onto attain::gemm (src/kernels/cpu/gemm/).
 #include <fmt/format.h>
 
-#include <map>
-#include <mutex>
-
 #include "attain/gemm.hpp"
 #include "attain/mla.hpp"
 #include "attain/tune.hpp"
@@ -26,17 +23,6 @@ class AttainKernel final : public Kernel {
  private:
   gemm::Call c_;
 };
-
-// The tuning machine model for `threads`, from the probe (cached after the first call).
-const tune::Machine& machine_for(int threads) {
-  static std::mutex mu;
-  static std::map<int, tune::Machine> machines;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = machines.find(threads);
-  if (it == machines.end())
-    it = machines.emplace(threads, tune::Machine::from(probe_host(), threads)).first;
-  return it->second;
-}
 
 class AttainBackend final : public Backend {
  public:
@@ -69,7 +55,8 @@ class AttainBackend final : public Backend {
     gemm::Call c = gemm_call(set, opt);
     const std::string& sched = schedule_.empty() ? opt.schedule : schedule_;
     if (sched == "auto") {
-      c.p.schedule = tune::Scheduler::instance().choose(c, machine_for(c.p.threads)).schedule;
+      c.p.schedule =
+          tune::Scheduler::instance().choose(c, tune::host_machine(c.p.threads)).schedule;
     } else if (sched != "default") {
       throw InputError("attain backend: schedule must be default or auto, not '" + sched + "'");
     }
@@ -83,13 +70,9 @@ class AttainBackend final : public Backend {
 
 }  // namespace
 
-gemm::Call gemm_call(TensorSet& set, const RunOptions& opt) {
-  const Op& op = set.op();
+gemm::Call gemm_shape(const Op& op, const RunOptions& opt) {
   gemm::Call c;
   gemm::Params& p = c.p;
-  p.a = set["a"].data;
-  p.b = set["w"].data;
-  p.c = set["c"].data;
   p.a_type = p.b_type = op.dtype;
   p.c_type = op.out_dtype();
   p.trans_a = gemm::Trans::N;
@@ -97,10 +80,6 @@ gemm::Call gemm_call(TensorSet& set, const RunOptions& opt) {
   p.m = op.m;
   p.n = op.n;
   p.k = op.k;
-  if (op.dtype == DType::fp8) {
-    p.a_scale = set["a_scale"].as<float>();
-    p.b_scale = set["w_scale"].as<float>();
-  }
   p.threads = std::max(1, opt.threads);
   p.stages = opt.stages;
   switch (op.kind) {
@@ -119,16 +98,29 @@ gemm::Call gemm_call(TensorSet& set, const RunOptions& opt) {
       if (op.layout == GroupedLayout::contiguous) {
         c.form = gemm::Form::grouped_contiguous;
         p.m = op.total_rows();
-        c.index = set["offsets"].as<std::int32_t>();
       } else {
         c.form = gemm::Form::grouped_masked;
         p.m = op.max_group_rows();
-        c.index = set["counts"].as<std::int32_t>();
       }
       break;
     case OpKind::mla_decode:
-      throw std::logic_error("gemm_call: mla_decode is not a GEMM");
+      throw std::logic_error("gemm_shape: mla_decode is not a GEMM");
   }
+  return c;
+}
+
+gemm::Call gemm_call(TensorSet& set, const RunOptions& opt) {
+  const Op& op = set.op();
+  gemm::Call c = gemm_shape(op, opt);
+  c.p.a = set["a"].data;
+  c.p.b = set["w"].data;
+  c.p.c = set["c"].data;
+  if (op.dtype == DType::fp8) {
+    c.p.a_scale = set["a_scale"].as<float>();
+    c.p.b_scale = set["w_scale"].as<float>();
+  }
+  if (c.form == gemm::Form::grouped_contiguous) c.index = set["offsets"].as<std::int32_t>();
+  if (c.form == gemm::Form::grouped_masked) c.index = set["counts"].as<std::int32_t>();
   return c;
 }
 

@@ -170,8 +170,8 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
           for (std::size_t q = i; q < j; ++q) {
             if (ops[q].op.op.kind == OpKind::mla_decode) continue;
             gemm::Call c = backends::gemm_call(*sets[q], cfg.run);
-            const tune::Machine& m = tune::Machine::from(probe_host(), c.p.threads);
-            c.p.schedule = tune::Scheduler::instance().choose(c, m).schedule;
+            c.p.schedule =
+                tune::Scheduler::instance().choose(c, tune::host_machine(c.p.threads)).schedule;
             step.calls.push_back(c);
           }
           layer.steps.push_back(std::move(step));

@@ -79,8 +79,13 @@ constexpr double kPackS = 0.35e-9;   // packing one element (load, convert, inte
 constexpr double kBlockS = 0.4e-6;   // setting up one block (workspace, loop nest)
 constexpr double kSerialS = 0.5e-9;  // caller-side per-element work (A conversion, split-K sum)
 
-struct BlockCost {
-  double seconds;
+// One block's work, before the bandwidth it gets is known: its time is
+// max(bytes / (bandwidth x bw_eff) x mem_factor, compute_s) + fixed_s.
+struct BlockWork {
+  double bytes = 0, bw_eff = 1, mem_factor = 1, compute_s = 0, fixed_s = 0;
+  double seconds(double bw) const {
+    return std::max(bytes / (bw * bw_eff) * mem_factor, compute_s) + fixed_s;
+  }
 };
 
 // The busiest thread's time when `t` threads take the blocks: as many blocks as threads:
@@ -105,12 +110,11 @@ double makespan(std::vector<double>& blocks, int t) {
   return worst;
 }
 
-// The blocks of one item under a resolved schedule, appended as seconds; `active` = threads
-// streaming at once (for the bandwidth share).
-void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc, int active,
-                 std::vector<double>& out, double& serial) {
+// The blocks of one item under a resolved schedule, appended; caller-side serial work (A
+// conversion, split-K sums) added to `serial`.
+void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
+                 std::vector<BlockWork>& out, double& serial) {
   const auto& fam = gemm::detail::family(s.isa);
-  const double bw = mc.bw_per_thread(active) * 1e9;
   const double peak = mc.fma_gflops_1t * 1e9;
   const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
   const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
@@ -126,12 +130,14 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc, in
       const double nb = d(std::min(chunk, p.n - n0));
       for (int sl = 0; sl < slices; ++sl) {
         const double k = d(std::min(kl, p.k - sl * kl));
-        const double mem = (nb * k * bsz + d(p.m) * k * 4.0) / (bw * kDecodeBwEff);
+        BlockWork w;
+        w.bytes = nb * k * bsz + d(p.m) * k * 4.0;
+        w.bw_eff = kDecodeBwEff;
         // Prefetch: one stage leaves the next tile's latency exposed.
-        const double stall = s.stages <= 1 ? 0.15 * mem : 0.0;
-        const double comp =
-            2.0 * d(p.m) * nb * k / (peak * kDecodeEff) + nb * k * convert_s(p.b_type);
-        out.push_back(std::max(mem + stall, comp) + kBlockS);
+        w.mem_factor = s.stages <= 1 ? 1.15 : 1.0;
+        w.compute_s = 2.0 * d(p.m) * nb * k / (peak * kDecodeEff) + nb * k * convert_s(p.b_type);
+        w.fixed_s = kBlockS;
+        out.push_back(w);
       }
     }
     if (p.a_type != DType::f32) serial += d(p.m * p.k) * kSerialS;
@@ -149,15 +155,26 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc, in
       const double a_packs = d(ceil_div(nb, s.nc));
       const double pack = (d(mb * p.k) * a_packs + d(nb * p.k)) * kPackS;
       const double c_passes = d(ceil_div(p.k, s.kc));
-      const double mem = (d(mb * p.k) * asz * a_packs + d(nb * p.k) * bsz +
-                          d(mb * nb) * csz * std::min(c_passes, 4.0)) /
-                         bw;
       // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
       const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
       const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
-      out.push_back(std::max(comp * l2 * kc_eff + pack, mem) + kBlockS * 4);
+      BlockWork w;
+      w.bytes = d(mb * p.k) * asz * a_packs + d(nb * p.k) * bsz +
+                d(mb * nb) * csz * std::min(c_passes, 4.0);
+      w.compute_s = comp * l2 * kc_eff + pack;
+      w.fixed_s = kBlockS * 4;
+      out.push_back(w);
     }
-  if (p.c_type != DType::f32) serial += 0;  // rounded by the block itself
+}
+
+// The blocks' times when `active` threads stream at once.
+std::vector<double> block_seconds(const std::vector<BlockWork>& work, const Machine& mc,
+                                  int active) {
+  const double bw = mc.bw_per_thread(active) * 1e9;
+  std::vector<double> out;
+  out.reserve(work.size());
+  for (const BlockWork& w : work) out.push_back(w.seconds(bw));
+  return out;
 }
 
 }  // namespace
@@ -209,47 +226,38 @@ Key key_of(const Call& c) {
 double estimate(const Call& c, const Schedule& sched, const Machine& mc) {
   const std::vector<std::int64_t> rows = item_rows(c);
   if (rows.empty() || c.p.n == 0) return 0;
-  const bool fused = c.form != Form::single && sched.fuse_items;
-  double total = 0, serial = 0;
-  std::vector<double> blocks;
   auto resolved = [&](std::int64_t m) {
     gemm::Params q = c.p;
     q.m = m;
     q.schedule = sched;
-    return gemm::resolve(q);
+    return std::pair<gemm::Params, Schedule>(q, gemm::resolve(q));
   };
-  if (fused) {
-    const Schedule s0 = resolved(rows.front());
-    const int t = std::max(1, s0.threads);
+  double serial = 0;
+  std::vector<BlockWork> work;
+  // Bandwidth is shared by the threads actually busy: no more than there are blocks.
+  auto busy = [&](int threads) {
+    return static_cast<int>(std::min<std::size_t>(work.size(), std::max(1, threads)));
+  };
+  if (c.form != Form::single && sched.fuse_items) {
+    int threads = 1;
     for (std::int64_t m : rows) {
-      gemm::Params q = c.p;
-      q.m = m;
-      item_blocks(q, resolved(m), mc, t, blocks, serial);
+      const auto [q, s] = resolved(m);
+      threads = s.threads;
+      item_blocks(q, s, mc, work, serial);
     }
-    const int used = static_cast<int>(std::min<std::size_t>(blocks.size(), t));
-    // Bandwidth is shared by the threads actually busy.
-    if (used < t) {
-      blocks.clear();
-      for (std::int64_t m : rows) {
-        gemm::Params q = c.p;
-        q.m = m;
-        item_blocks(q, resolved(m), mc, used, blocks, serial);
-      }
-    }
-    total = makespan(blocks, used) + (used > 1 ? mc.wake_s + mc.region_s : 0.0);
-    return total + serial;
+    const int used = busy(threads);
+    std::vector<double> t = block_seconds(work, mc, used);
+    return makespan(t, used) + (used > 1 ? mc.wake_s + mc.region_s : 0.0) + serial;
   }
+  double total = 0;
   bool first = true;
   for (std::int64_t m : rows) {
-    gemm::Params q = c.p;
-    q.m = m;
-    const Schedule s = resolved(m);
-    blocks.clear();
-    item_blocks(q, s, mc, 1, blocks, serial);  // sized below by the active threads
-    const int used = static_cast<int>(std::min<std::size_t>(blocks.size(), std::max(1, s.threads)));
-    blocks.clear();
-    item_blocks(q, s, mc, used, blocks, serial);
-    total += makespan(blocks, used);
+    const auto [q, s] = resolved(m);
+    work.clear();
+    item_blocks(q, s, mc, work, serial);
+    const int used = busy(s.threads);
+    std::vector<double> t = block_seconds(work, mc, used);
+    total += makespan(t, used);
     if (used > 1) total += mc.region_s + (first ? mc.wake_s : 0.0);
     first = false;
   }

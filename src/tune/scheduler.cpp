@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "attain/tune.hpp"
 
@@ -19,6 +21,16 @@ bool usable(const gemm::Call& c, const gemm::Schedule& s) {
 }
 
 }  // namespace
+
+const Machine& host_machine(int threads) {
+  static std::mutex mu;
+  static std::map<int, Machine> machines;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = machines.find(threads);
+  if (it == machines.end())
+    it = machines.emplace(threads, Machine::from(probe_host(), threads)).first;
+  return it->second;
+}
 
 std::string_view source_name(Scheduler::Source s) {
   switch (s) {
@@ -87,11 +99,12 @@ Scheduler::Choice Scheduler::choose(const gemm::Call& c, const Machine& m) const
 
 Scheduler::Choice Scheduler::choose_uncached(const gemm::Call& c, const Machine& m) const {
   const Key k = key_of(c);
-  for (const Entry* e : {cache_.find(k), cache_.nearest(k)}) {
+  const Entry* exact = cache_.find(k);
+  for (const Entry* e : {exact, cache_.nearest(k)}) {
     if (e == nullptr) continue;
     try {
       const gemm::Schedule s = gemm::parse_schedule(e->best);
-      if (usable(c, s)) return {s, e == cache_.find(k) ? Source::tuned : Source::nearest};
+      if (usable(c, s)) return {s, e == exact ? Source::tuned : Source::nearest};
     } catch (const std::invalid_argument&) {
       // An entry this build cannot read: fall through to the model.
     }
