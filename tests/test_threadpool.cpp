@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -68,6 +71,82 @@ TEST(ThreadPool, WakesSleepingWorkers) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin: workers sleep
   ThreadPool::instance().run(2, [&](int, int) { n++; });
   EXPECT_EQ(n.load(), 4);
+}
+
+TEST(ThreadPool, RunTasksRunsEveryTaskOnce) {
+  auto& pool = ThreadPool::instance();
+  for (int n : {1, 2, 3, 4})
+    for (std::int64_t tasks : {0, 1, 2, 3, 7, 64, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(tasks));
+      pool.run_tasks(n, tasks, [&](std::int64_t i) { hits[static_cast<std::size_t>(i)]++; });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1) << n << " threads, " << tasks << " tasks";
+    }
+}
+
+TEST(ThreadPool, RunTasksUsesAtMostTheThreadsAsked) {
+  auto& pool = ThreadPool::instance();
+  pool.run(4, [](int, int) {});  // at least 3 workers exist
+  for (int n : {1, 2, 3}) {
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    pool.run_tasks(n, 200, [&](std::int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    });
+    EXPECT_LE(static_cast<int>(ids.size()), n);
+  }
+}
+
+// Task jobs and static jobs alternate quickly, with workers late or early: a worker that woke
+// for an old job must never run a task of a newer one (each task exactly once, every time).
+TEST(ThreadPool, RunTasksAndRunInterleaveWithoutCrossTalk) {
+  auto& pool = ThreadPool::instance();
+  long expected = 0;
+  std::atomic<long> sum{0};
+  for (int round = 0; round < 3000; ++round) {
+    const std::int64_t tasks = 1 + round % 5;
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(tasks));
+    pool.run_tasks(2 + round % 2, tasks, [&](std::int64_t i) {
+      hits[static_cast<std::size_t>(i)]++;
+      sum += i + 1;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+    expected += tasks * (tasks + 1) / 2;
+    if (round % 3 == 0) {
+      pool.run(2, [&](int tid, int) { sum += tid; });
+      expected += 1;
+    }
+    if (round % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(sum.load(), expected);
+}
+
+TEST(ThreadPool, RunTasksExceptionsReachTheCallerAndNestingIsSerial) {
+  auto& pool = ThreadPool::instance();
+  EXPECT_THROW(pool.run_tasks(2, 8,
+                              [](std::int64_t i) {
+                                if (i == 5) throw std::runtime_error("task failed");
+                              }),
+               std::runtime_error);
+  std::atomic<int> inner{0};
+  pool.run_tasks(2, 4, [&](std::int64_t) { pool.run_tasks(2, 3, [&](std::int64_t) { inner++; }); });
+  EXPECT_EQ(inner.load(), 12);
+  EXPECT_THROW(pool.run_tasks(2, std::int64_t{1} << 20, [](std::int64_t) {}),
+               std::invalid_argument);
+}
+
+// With the workers asleep, a one-task job runs on the caller, which claims first and returns
+// when its task is done, without waiting for the woken worker.
+TEST(ThreadPool, RunTasksDoesNotWaitForASleepingWorker) {
+  auto& pool = ThreadPool::instance();
+  pool.run(2, [](int, int) {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin: asleep
+  EXPECT_GE(pool.sleeping(), 1);
+  const auto me = std::this_thread::get_id();
+  std::atomic<int> on_caller{0};
+  pool.run_tasks(2, 1, [&](std::int64_t) { on_caller += std::this_thread::get_id() == me; });
+  EXPECT_EQ(on_caller.load(), 1);  // a single task: the caller takes it first
 }
 
 }  // namespace

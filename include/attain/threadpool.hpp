@@ -2,6 +2,7 @@
 // sleeping) for the next job, so a call costs a few atomics, not a thread spawn.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 namespace attain {
@@ -16,7 +17,16 @@ class ThreadPool {
   // Exceptions thrown by fn are rethrown in the caller (the first one).
   void run(int nthreads, const std::function<void(int tid, int nthreads)>& fn);
 
-  int workers() const;  // threads created so far (excluding callers)
+  // Runs task(i) for every i in [0, ntasks) on at most nthreads threads (the caller is one),
+  // each task claimed once from a shared counter in index order. Returns when every task is
+  // done, without waiting for a worker that took none: a worker that wakes late (a sleeping
+  // thread can take ~100 us to wake on a VM) finds the tasks gone and the caller has done
+  // them, so a small job never costs more than running it alone. ntasks < 2^20.
+  void run_tasks(int nthreads, std::int64_t ntasks, const std::function<void(std::int64_t)>& task);
+  int workers() const;
+  // Workers blocked in their sleep (not spinning): waking one costs tens of microseconds on a
+  // VM, more than a small job is worth.
+  int sleeping() const;  // threads created so far (excluding callers)
 
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

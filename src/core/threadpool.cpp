@@ -1,10 +1,12 @@
 #include "attain/threadpool.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,17 @@ namespace {
 // sequence of small ops, short enough not to steal a core from other work for long.
 constexpr auto kSpin = std::chrono::microseconds(200);
 thread_local bool t_inside_pool = false;
+
+// A task job's claim word: [tag 16 | threads 8 | ntasks 20 | next 20]. The tag is the job's
+// generation, so a worker that woke for an older job can never claim in a newer one; a claim
+// is one compare-and-swap on the whole word.
+constexpr int kNextBits = 20, kTasksBits = 20, kThreadsBits = 8;
+constexpr std::uint64_t kFieldMask = (1u << kNextBits) - 1;
+std::uint64_t claim_word(std::uint64_t tag, int threads, std::int64_t ntasks) {
+  return ((tag & 0xffff) << (kNextBits + kTasksBits + kThreadsBits)) |
+         (static_cast<std::uint64_t>(threads) << (kNextBits + kTasksBits)) |
+         (static_cast<std::uint64_t>(ntasks) << kNextBits);
+}
 }  // namespace
 
 struct ThreadPool::Impl {
@@ -32,8 +45,12 @@ struct ThreadPool::Impl {
   std::atomic<int> done{0};
   std::atomic<bool> stop{false};
   std::atomic<int> sleepers{0};  // workers blocked in wait(): only then is a notify needed
-  // The current job (published by the release store of `generation`).
+  // The current job (published by the release store of `generation`). Generation bit 0 set:
+  // a task job (run_tasks), whose tasks are claimed through `claim`.
   const std::function<void(int, int)>* fn = nullptr;
+  std::atomic<std::uint64_t> claim{0};
+  std::atomic<std::int64_t> tasks_done{0};
+  const std::function<void(std::int64_t)>* task_fn = nullptr;
   int nthreads = 1;
   std::mutex error_mutex;
   std::exception_ptr error;
@@ -64,6 +81,10 @@ struct ThreadPool::Impl {
       }
       if (stop.load(std::memory_order_relaxed)) return;
       seen = g;
+      if (g & 1) {
+        take_tasks(g >> 1, tid);
+        continue;
+      }
       if (tid < nthreads) {
         try {
           (*fn)(tid, nthreads);
@@ -75,6 +96,25 @@ struct ThreadPool::Impl {
     }
   }
 
+  // Claims and runs tasks of task job `tag` until none is left (tid: only the job's first
+  // `threads` threads take part). The task's code is reached only through a successful claim,
+  // and the job cannot end before that task is done, so it is still alive.
+  void take_tasks(std::uint64_t tag, int tid) {
+    for (;;) {
+      std::uint64_t w = claim.load(std::memory_order_acquire);
+      if ((w >> (kNextBits + kTasksBits + kThreadsBits)) != (tag & 0xffff)) return;
+      const int job_threads = static_cast<int>((w >> (kNextBits + kTasksBits)) & 0xff);
+      const std::uint64_t ntasks = (w >> kNextBits) & kFieldMask, next = w & kFieldMask;
+      if (tid >= job_threads || next >= ntasks) return;
+      if (!claim.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+      try {
+        (*task_fn)(static_cast<std::int64_t>(next));
+      } catch (...) {
+        record(std::current_exception());
+      }
+      tasks_done.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
   void grow(int workers) {
     std::lock_guard<std::mutex> lock(grow_mutex);
     while (static_cast<int>(threads.size()) < workers) {
@@ -105,6 +145,10 @@ int ThreadPool::workers() const {
   return static_cast<int>(impl_->threads.size());
 }
 
+int ThreadPool::sleeping() const {
+  return impl_->sleepers.load(std::memory_order_relaxed);
+}
+
 void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   if (nthreads <= 1 || t_inside_pool) {
     for (int t = 0; t < std::max(1, nthreads); ++t) fn(t, std::max(1, nthreads));
@@ -117,7 +161,9 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   s.nthreads = nthreads;
   s.error = nullptr;
   s.done.store(0, std::memory_order_relaxed);
-  s.generation.fetch_add(1);
+  // Only the caller holding call_mutex moves the generation: even for a static job.
+  const std::uint64_t cur = s.generation.load();
+  s.generation.store(cur + (cur & 1 ? 1 : 2), std::memory_order_release);
   if (s.sleepers.load() > 0) s.generation.notify_all();
   t_inside_pool = true;
   try {
@@ -128,6 +174,41 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   t_inside_pool = false;
   const int others = nthreads - 1;
   for (int i = 0; s.done.load(std::memory_order_acquire) < others; ++i) {
+    if (i < 4096) {
+      ATTAIN_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  if (s.error) std::rethrow_exception(s.error);
+}
+
+void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
+                           const std::function<void(std::int64_t)>& task) {
+  if (ntasks <= 0) return;
+  if (ntasks >= (std::int64_t{1} << kTasksBits))
+    throw std::invalid_argument("ThreadPool::run_tasks: too many tasks");
+  nthreads = static_cast<int>(std::min<std::int64_t>({nthreads, ntasks, 255}));
+  if (nthreads <= 1 || t_inside_pool) {
+    for (std::int64_t i = 0; i < ntasks; ++i) task(i);
+    return;
+  }
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.call_mutex);
+  s.grow(nthreads - 1);
+  s.task_fn = &task;
+  s.error = nullptr;
+  s.tasks_done.store(0, std::memory_order_relaxed);
+  // An odd generation: a task job; its tag (generation >> 1) goes into the claim word first.
+  const std::uint64_t cur = s.generation.load();
+  const std::uint64_t next_g = cur + (cur & 1 ? 2 : 1);
+  s.claim.store(claim_word(next_g >> 1, nthreads, ntasks), std::memory_order_release);
+  s.generation.store(next_g, std::memory_order_release);
+  if (s.sleepers.load() > 0) s.generation.notify_all();
+  t_inside_pool = true;
+  s.take_tasks(next_g >> 1, 0);
+  t_inside_pool = false;
+  for (int i = 0; s.tasks_done.load(std::memory_order_acquire) < ntasks; ++i) {
     if (i < 4096) {
       ATTAIN_PAUSE();
     } else {

@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -527,27 +526,39 @@ void run_block(const Block& b) {
   packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
 }
 
-// Runs the blocks in one parallel region of at most `threads` threads. As many blocks as
-// threads: block t on thread t (the engine's thread grid). Otherwise the threads take blocks
-// largest first from a shared counter.
-void execute(std::vector<Block>& blocks, int threads) {
-  const int t = static_cast<int>(std::min<std::size_t>(std::max(1, threads), blocks.size()));
+// A rough single-thread time (ns) of C[m, n] over k: the weight bytes at 20 GB/s plus the
+// flops at 150 GFLOP/s, conservative figures for one core of a current x86 CPU. It only
+// decides whether a job is worth waking other threads for.
+double rough_ns(DType b_type, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const double mn = static_cast<double>(m), nn = static_cast<double>(n),
+               kk = static_cast<double>(k);
+  return nn * kk * static_cast<double>(dtype_size(b_type)) / 20.0 + 2.0 * mn * nn * kk / 150.0;
+}
+
+// Below these single-thread times a job runs on the caller alone: waking a sleeping worker
+// costs 50-150 us on a VM (measured: a 9 us op took 160 us on 2 threads after an LLC flush had
+// put the worker to sleep, and the futex wake alone cost the caller ~50 us); a spinning worker
+// joins in about a microsecond.
+constexpr double kMinParallelNsSleeping = 300e3, kMinParallelNsSpinning = 4e3;
+
+// Runs the blocks in one parallel region of at most `threads` threads, each block claimed once
+// from a shared counter: block t goes to the t-th thread to arrive (with as many blocks as
+// threads, the engine's thread grid), more blocks are taken largest first. A worker that is
+// slow to wake finds its block already done by the caller instead of holding it up.
+// `work_ns` >= 0: the thread count was not fixed by the schedule, so a job (or a sequence of
+// jobs of this total rough time) too small to pay for waking the workers runs on the caller.
+void execute(std::vector<Block>& blocks, int threads, double work_ns) {
   if (blocks.empty()) return;
-  if (t <= 1) {
-    for (const Block& b : blocks) run_block(b);
-    return;
+  if (work_ns >= 0 && threads > 1) {
+    const bool asleep = ThreadPool::instance().sleeping() > 0;
+    if (work_ns < (asleep ? kMinParallelNsSleeping : kMinParallelNsSpinning)) threads = 1;
   }
-  if (static_cast<std::size_t>(t) == blocks.size()) {
-    ThreadPool::instance().run(t, [&](int tid, int) { run_block(blocks[tid]); });
-    return;
-  }
-  std::stable_sort(blocks.begin(), blocks.end(),
-                   [](const Block& a, const Block& b) { return a.cost > b.cost; });
-  std::atomic<std::size_t> next{0};
-  ThreadPool::instance().run(t, [&](int, int) {
-    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();)
-      run_block(blocks[i]);
-  });
+  if (blocks.size() > static_cast<std::size_t>(std::max(1, threads)))
+    std::stable_sort(blocks.begin(), blocks.end(),
+                     [](const Block& a, const Block& b) { return a.cost > b.cost; });
+  ThreadPool::instance().run_tasks(
+      threads, static_cast<std::int64_t>(blocks.size()),
+      [&](std::int64_t i) { run_block(blocks[static_cast<std::size_t>(i)]); });
 }
 
 // Caller-thread scratch of one execution: problems, blocks, converted A and split-K sums
@@ -566,7 +577,9 @@ Batch& batch_scratch() {
 
 // Runs every problem of the batch (already resolved) in one region: converts A for the
 // decode problems that need it, makes the blocks, executes, sums the split-K partials.
-void execute_problems(Batch& bt, int threads) {
+// `seq_ns` >= 0: the threads are the engine's choice (see execute), for a job that is part of
+// a sequence of this total rough time (0: the job alone); < 0: the schedule fixed them.
+void execute_problems(Batch& bt, int threads, double seq_ns) {
   std::int64_t conv = 0, part = 0;
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
@@ -612,7 +625,14 @@ void execute_problems(Batch& bt, int threads) {
     }
     add_blocks(pr, bt.blocks);
   }
-  execute(bt.blocks, threads);
+  double work_ns = -1;
+  if (seq_ns >= 0) {
+    work_ns = seq_ns;
+    double sum = 0;
+    for (const Problem& pr : bt.problems) sum += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
+    work_ns = std::max(work_ns, sum);
+  }
+  execute(bt.blocks, threads, work_ns);
   for (const Problem& pr : bt.problems)
     if (pr.slices > 1 && pr.p->k > 0 && pr.p->alpha != 0.0f) finish_split(pr);
 }
@@ -722,7 +742,11 @@ std::string_view form_name(Form f) {
   return "?";
 }
 
-void gemm(const Params& p) {
+namespace {
+
+// One call in one region; `seq_ns`: as execute_problems (the rough time of the sequence of
+// calls it belongs to).
+void gemm_in(const Params& p, double seq_ns) {
   check(p, false);
   if (p.m == 0 || p.n == 0) return;
   Batch& bt = batch_scratch();
@@ -731,8 +755,14 @@ void gemm(const Params& p) {
   Batch& use = bt.problems.empty() ? bt : local;
   use.problems.clear();
   use.problems.push_back(make_problem(p, resolve(p)));
-  execute_problems(use, use.problems.front().s.threads);
+  execute_problems(use, use.problems.front().s.threads, p.schedule.threads == 0 ? seq_ns : -1.0);
   use.problems.clear();
+}
+
+}  // namespace
+
+void gemm(const Params& p) {
+  gemm_in(p, 0.0);
 }
 
 namespace {
@@ -829,7 +859,9 @@ void run(const Call& c) {
     thread_local std::vector<Params> items;
     items.clear();
     expand_items(c, items);
-    for (const Params& q : items) gemm(q);
+    double seq_ns = 0;  // the items follow each other: worth waking the workers for all
+    for (const Params& q : items) seq_ns += rough_ns(q.b_type, q.m, q.n, q.k);
+    for (const Params& q : items) gemm_in(q, seq_ns);
     return;
   }
   run_together(&c, 1, c.p.schedule.threads != 0 ? c.p.schedule.threads : c.p.threads);
@@ -862,7 +894,9 @@ void run_together(const Call* calls, std::size_t count, int threads) {
       bt.problems.push_back(make_problem(bt.params[j], resolve_with(bt.params[j], share)));
     }
   }
-  execute_problems(bt, threads);
+  bool adaptive = true;  // no call fixed its thread count
+  for (std::size_t i = 0; i < count; ++i) adaptive = adaptive && calls[i].p.schedule.threads == 0;
+  execute_problems(bt, threads, adaptive ? 0.0 : -1.0);
   bt.problems.clear();
   bt.params.clear();
 }
