@@ -25,6 +25,7 @@ struct KernelFamily {
 struct Blocking {
   int mc, kc;
   std::int64_t b_panel_bytes;  // budget for the packed B panel (K x NC fp32) per thread
+  int nc;                      // columns per B panel (0: as many as the budget allows)
   // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights and
   // for 16/8-bit weights (their conversion is free in the decode kernel, not in packing).
   int decode_max_m_f32, decode_max_m_lowp;

@@ -436,7 +436,8 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.kc == 0) s.kc = b.kc;
   if (s.nc == 0) {
     // B is packed for the whole K of a column block: keep that panel within the budget.
-    const std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
+    std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
+    if (b.nc > 0) cols = std::min<std::int64_t>(cols, b.nc);
     s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
   }
   s.nc = static_cast<int>(round_up(s.nc, f.nr));

@@ -14,6 +14,12 @@
 
 namespace attain::gemm::detail {
 
+// A software prefetch GCC cannot drop: with -O3 it deleted every __builtin_prefetch of the
+// fp32 decode loop (found in the disassembly; the 16-bit loops kept theirs).
+inline void prefetch_line(const void* p) {
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+}
+
 template <class S>
 struct Stream {
   using V = typename S::V;
@@ -91,6 +97,7 @@ struct Stream {
 
   // ---- decode ----
   static constexpr int NB = kDecodeRows;
+  static constexpr std::int64_t kAheadBytes = 16 * 1024;
   static constexpr int MB = S::kDecodeMB;
 
   // The tile the pipeline fetches while this one computes: its W rows and first K index.
@@ -126,9 +133,11 @@ struct Stream {
   template <DType T>
   static void prefetch_ahead(const PrefetchRows& pf, std::int64_t p) {
     constexpr std::int64_t step = L * esize<T>();
-    if (!pf.on || ((p * esize<T>()) & 63) >= step) return;
+    if (!pf.on) return;
+    if constexpr (step < 64)
+      if (((p * esize<T>()) & 63) >= step) return;
 #pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) __builtin_prefetch(pf.row[j] + p * esize<T>(), 0, 3);
+    for (int j = 0; j < NB; ++j) prefetch_line(pf.row[j] + p * esize<T>());
   }
 
   // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
@@ -250,20 +259,32 @@ struct Stream {
       rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb, nullptr);
   }
 
+  // out[i][j0..j0+nb) = the sums of the accumulators plus the scalar K tail [kv, k). The NB
+  // accumulators of a row of A reduce together (one tree, not NB horizontal sums).
   template <DType T>
   static void finish(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t kv, V* accbuf) {
-    for (std::int64_t i = 0; i < g.m; ++i)
+    static_assert(NB == 4, "hsum4 reduces four accumulators");
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      const V* acc = accbuf + i * NB;
+      float* out = g.out + i * g.ldo + (j0 - g.n0);
+      const __m128 sums = S::hsum4(acc[0], acc[1], acc[2], acc[3]);
+      if (nb == NB && kv == g.k) {
+        _mm_storeu_ps(out, sums);
+        continue;
+      }
+      alignas(16) float s[NB];
+      _mm_store_ps(s, sums);
       for (int j = 0; j < nb; ++j) {
-        float s = S::hsum(accbuf[i * NB + j]);
         const std::byte* row = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
         for (std::int64_t p = kv; p < g.k; ++p) {
           const float scale = T == DType::fp8
                                   ? g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + p / kFp8Block]
                                   : 1.0f;
-          s = S::fma1(g.a[i * g.lda + p], scalar<T>(row, p, scale, g.e4m3), s);
+          s[j] = S::fma1(g.a[i * g.lda + p], scalar<T>(row, p, scale, g.e4m3), s[j]);
         }
-        g.out[i * g.ldo + (j0 - g.n0) + j] = s;
+        out[j] = s[j];
       }
+    }
   }
 
   template <DType T>
@@ -284,10 +305,20 @@ struct Stream {
     }
     // Tiles: (row group, k tile) in order. The pipeline's load(t+S-1) names the tile to fetch
     // ahead; compute(t) issues its prefetches while it streams tile t.
+    // Short rows make small tiles: fetch at least kAheadBytes of W ahead (a DRAM latency's
+    // worth of streaming), i.e. `skip` tiles beyond the pipeline's own distance.
+    const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
+    const std::int64_t total = groups * ktiles;
+    const std::int64_t skip =
+        g.stages > 1 ? std::max<std::int64_t>(
+                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
+                     : 0;
     Ahead ahead;
     bool have_ahead = false;
-    auto load = [&](std::int64_t t, int) {
-      have_ahead = g.stages > 1;
+    auto load = [&](std::int64_t tt, int) {
+      const std::int64_t t = tt + skip;
+      have_ahead = g.stages > 1 && t < total;
+      if (!have_ahead) return;
       const std::int64_t grp = t / ktiles;
       ahead.nb = group_rows(grp);
       ahead.k0 = (t % ktiles) * g.k_tile;
@@ -300,8 +331,8 @@ struct Stream {
       const int nb = group_rows(grp);
       if (kk == 0)
         for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
-      // The last S-1 tiles have nothing further to fetch.
-      const bool pf = have_ahead && t + g.stages - 1 < groups * ktiles;
+      // The last tiles have nothing further to fetch.
+      const bool pf = have_ahead && t + g.stages - 1 + skip < total;
       tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr);
       if (kk == ktiles - 1) finish<T>(g, j0, nb, kv, accbuf);
     };

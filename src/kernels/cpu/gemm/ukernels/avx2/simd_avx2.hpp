@@ -28,6 +28,11 @@ struct Avx2 {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree.
+  static __m128 hsum4(V a, V b, V c, V d) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  }
 };
 
 }  // namespace

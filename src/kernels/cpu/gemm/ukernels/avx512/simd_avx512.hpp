@@ -26,6 +26,17 @@ struct Avx512 {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
   }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree: 128-bit chunks
+  // of pairs folded twice, then the four lanes of each chunk.
+  static __m128 hsum4(V a, V b, V c, V d) {
+    const V ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+    const V cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+    V x = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4e));
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0xb1));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, x));
+  }
 };
 
 }  // namespace
