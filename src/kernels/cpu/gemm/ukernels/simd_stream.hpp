@@ -146,10 +146,10 @@ struct Stream {
   template <DType T, int MBc, int NBc, bool kFromBuf>
   static void block(const DecodeArgs& g, std::int64_t i0, std::int64_t j0, std::int64_t k0,
                     std::int64_t k1, V* accbuf, const float* wbuf, std::int64_t ldb,
-                    const Ahead* ahead) {
+                    const Ahead* ahead, bool direct) {
     V acc[MBc][NBc];
     for (int i = 0; i < MBc; ++i)
-      for (int j = 0; j < NBc; ++j) acc[i][j] = accbuf[(i0 + i) * NB + j];
+      for (int j = 0; j < NBc; ++j) acc[i][j] = direct ? S::zero() : accbuf[(i0 + i) * NB + j];
     const std::byte* rows[NBc];
     for (int j = 0; j < NBc; ++j)
       rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
@@ -187,28 +187,43 @@ struct Stream {
       }
       b0 = b1;
     }
+    if (direct) {  // all of K in this call: reduce the registers straight into the output
+      for (int i = 0; i < MBc; ++i) {
+        float* out = g.out + (i0 + i) * g.ldo + (j0 - g.n0);
+        if constexpr (NBc == NB) {
+          _mm_storeu_ps(out, S::hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        } else {
+          for (int j = 0; j < NBc; ++j) out[j] = S::hsum(acc[i][j]);
+        }
+      }
+      return;
+    }
     for (int i = 0; i < MBc; ++i)
       for (int j = 0; j < NBc; ++j) accbuf[(i0 + i) * NB + j] = acc[i][j];
   }
 
+  // `direct`: [k0, k1) is all of K (one tile, no scalar tail): the sums go straight to the
+  // output from registers, without the accumulator buffer and finish().
   template <DType T, int NBc, bool kFromBuf>
   static void rows_of_a(const DecodeArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t k1,
-                        V* accbuf, const float* wbuf, std::int64_t ldb, const Ahead* ahead) {
+                        V* accbuf, const float* wbuf, std::int64_t ldb, const Ahead* ahead,
+                        bool direct) {
     std::int64_t i0 = 0;
     // Only the first block of A rows issues the prefetches (the others re-read W from L1).
     for (; i0 + MB <= g.m; i0 += MB)
-      block<T, MB, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, i0 == 0 ? ahead : nullptr);
+      block<T, MB, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, i0 == 0 ? ahead : nullptr,
+                                  direct);
     if (i0 > 0) ahead = nullptr;
     switch (g.m - i0) {
       case 1:
-        return block<T, 1, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+        return block<T, 1, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead, direct);
       case 2:
         if constexpr (MB > 2)
-          return block<T, 2, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+          return block<T, 2, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead, direct);
         return;
       case 3:
         if constexpr (MB > 3)
-          return block<T, 3, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead);
+          return block<T, 3, NBc, kFromBuf>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead, direct);
         return;
       default:
         return;
@@ -218,15 +233,17 @@ struct Stream {
   // One k tile [k0,k1) (multiple of L) of W rows j0..j0+nb.
   template <DType T>
   static void tile(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t k0, std::int64_t k1,
-                   V* accbuf, const Ahead* ahead) {
+                   V* accbuf, const Ahead* ahead, bool direct) {
     // fp8 and fp16 cost several operations per vector to convert: with more than one block of A
     // rows, convert each W tile once into scratch (fp32) and let every row block reuse it.
     // bf16 (one shift) is converted again per row block, straight from the loaded registers.
     const bool convert_once = (T == DType::fp8 || T == DType::f16) && g.m > MB;
     if (!convert_once) {
-      if (nb == NB) return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0, ahead);
+      if (nb == NB)
+        return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0, ahead, direct);
       for (int j = 0; j < nb; ++j)
-        rows_of_a<T, 1, false>(g, j0 + j, k0, k1, accbuf + j, nullptr, 0, j == 0 ? ahead : nullptr);
+        rows_of_a<T, 1, false>(g, j0 + j, k0, k1, accbuf + j, nullptr, 0, j == 0 ? ahead : nullptr,
+                               direct);
       return;
     }
     // Many rows of A: convert the W tile once into L1 (fp32) and reuse it for every row block.
@@ -254,9 +271,11 @@ struct Stream {
       }
       b0 = b1;
     }
-    if (nb == NB) return rows_of_a<T, NB, true>(g, j0, k0, k1, accbuf, g.scratch, ldb, nullptr);
+    if (nb == NB)
+      return rows_of_a<T, NB, true>(g, j0, k0, k1, accbuf, g.scratch, ldb, nullptr, direct);
     for (int j = 0; j < nb; ++j)
-      rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb, nullptr);
+      rows_of_a<T, 1, true>(g, j0 + j, k0, k1, accbuf + j, g.scratch + j * ldb, ldb, nullptr,
+                            direct);
   }
 
   // out[i][j0..j0+nb) = the sums of the accumulators plus the scalar K tail [kv, k). The NB
@@ -313,6 +332,8 @@ struct Stream {
         g.stages > 1 ? std::max<std::int64_t>(
                            0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
                      : 0;
+    // All of K in one tile and no scalar tail: the sums leave the registers straight to out.
+    const bool direct = ktiles == 1 && kv == g.k;
     Ahead ahead;
     bool have_ahead = false;
     auto load = [&](std::int64_t tt, int) {
@@ -329,12 +350,12 @@ struct Stream {
       const std::int64_t grp = t / ktiles, kk = t % ktiles;
       const std::int64_t j0 = g.n0 + grp * NB, k0 = kk * g.k_tile;
       const int nb = group_rows(grp);
-      if (kk == 0)
+      if (kk == 0 && !direct)
         for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
       // The last tiles have nothing further to fetch.
       const bool pf = have_ahead && t + g.stages - 1 + skip < total;
-      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr);
-      if (kk == ktiles - 1) finish<T>(g, j0, nb, kv, accbuf);
+      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr, direct);
+      if (kk == ktiles - 1 && !direct) finish<T>(g, j0, nb, kv, accbuf);
     };
     tile::run_pipeline(groups * ktiles, g.stages, load, compute);
   }
