@@ -68,7 +68,7 @@ TEST(ThreadPool, ExceptionsReachTheCaller) {
 TEST(ThreadPool, WakesSleepingWorkers) {
   std::atomic<int> n{0};
   ThreadPool::instance().run(2, [&](int, int) { n++; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin: workers sleep
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the wait: workers sleep
   ThreadPool::instance().run(2, [&](int, int) { n++; });
   EXPECT_EQ(n.load(), 4);
 }
@@ -141,12 +141,24 @@ TEST(ThreadPool, RunTasksExceptionsReachTheCallerAndNestingIsSerial) {
 TEST(ThreadPool, RunTasksDoesNotWaitForASleepingWorker) {
   auto& pool = ThreadPool::instance();
   pool.run(2, [](int, int) {});
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin: asleep
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the wait: asleep
   EXPECT_GE(pool.sleeping(), 1);
   const auto me = std::this_thread::get_id();
   std::atomic<int> on_caller{0};
   pool.run_tasks(2, 1, [&](std::int64_t) { on_caller += std::this_thread::get_id() == me; });
   EXPECT_EQ(on_caller.load(), 1);  // a single task: the caller takes it first
+}
+
+TEST(ThreadPool, RestPutsIdleWorkersToSleepAndTheNextJobWakesThem) {
+  auto& pool = ThreadPool::instance();
+  pool.run(2, [](int, int) {});
+  pool.rest();
+  for (int i = 0; i < 200 && pool.sleeping() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(pool.sleeping(), 1);  // usually within a millisecond, not after the 20 ms wait
+  std::atomic<int> n{0};
+  pool.run(2, [&](int, int) { n++; });
+  EXPECT_EQ(n.load(), 2);
 }
 
 }  // namespace

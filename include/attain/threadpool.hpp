@@ -26,7 +26,10 @@ class ThreadPool {
   int workers() const;
   // Workers blocked in their sleep (not spinning): waking one costs tens of microseconds on a
   // VM, more than a small job is worth.
-  int sleeping() const;  // threads created so far (excluding callers)
+  int sleeping() const;
+  // Idle workers go to sleep now rather than waiting for a next job (a benchmark calls it
+  // before it times another library, so that no attain thread competes for the cores).
+  void rest();  // threads created so far (excluding callers)
 
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

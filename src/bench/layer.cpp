@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "attain/tensor.hpp"
+#include "attain/threadpool.hpp"
 #include "attain/tune.hpp"
 #include "attain/verify.hpp"
 
@@ -203,6 +204,7 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
       if (r.status == "ok") {
         Kernel* ks[] = {&layer};
         const Timing t = time_kernels(ks, bytes, cfg.timing);
+        ThreadPool::instance().rest();  // the next backend gets the cores to itself
         r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
       }
     } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attain/bench.hpp"
+#include "attain/threadpool.hpp"
 #include "attain/verify.hpp"
 
 namespace attain {
@@ -130,6 +131,7 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
         std::vector<Kernel*> raw;
         for (auto& k : kernels) raw.push_back(k.get());
         const Timing t = time_kernels(raw, set_bytes, cfg.timing);
+        ThreadPool::instance().rest();  // the next backend gets the cores to itself
         r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
         r.tflops = r.flops / t.median_s / 1e12;
         r.gbps = r.bytes / t.median_s / 1e9;

@@ -20,9 +20,14 @@
 namespace attain {
 
 namespace {
-// How long an idle worker spins before it sleeps: long enough to catch the next call of a
-// sequence of small ops, short enough not to steal a core from other work for long.
+// How long an idle worker waits for the next job before it sleeps: it spins (pause) for
+// kSpin, then keeps polling but yields its core to any other runnable thread until kYield,
+// then sleeps. Waking a sleeping worker costs 50-150 us on a VM (an IPI to a halted vCPU),
+// more than many ops take, so the wait spans the gaps of real op sequences (and a benchmark's
+// LLC flush, ~3-5 ms); vendor runtimes wait longer (Intel OpenMP: 200 ms, OpenBLAS: ~2^28
+// cycles). Yielding keeps the poll from slowing other work on the core.
 constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr auto kYield = std::chrono::milliseconds(20);
 thread_local bool t_inside_pool = false;
 
 // A task job's claim word: [tag 16 | threads 8 | ntasks 20 | next 20]. The tag is the job's
@@ -44,7 +49,9 @@ struct ThreadPool::Impl {
   std::atomic<std::uint64_t> generation{0};
   std::atomic<int> done{0};
   std::atomic<bool> stop{false};
-  std::atomic<int> sleepers{0};  // workers blocked in wait(): only then is a notify needed
+  std::atomic<int> sleepers{0};
+  std::atomic<bool> resting{false};  // rest(): idle workers sleep now instead of waiting  //
+                                     // workers blocked in wait(): only then is a notify needed
   // The current job (published by the release store of `generation`). Generation bit 0 set:
   // a task job (run_tasks), whose tasks are claimed through `claim`.
   const std::function<void(int, int)>* fn = nullptr;
@@ -71,13 +78,23 @@ struct ThreadPool::Impl {
       for (int i = 0;; ++i) {
         g = generation.load(std::memory_order_acquire);
         if (g != seen || stop.load(std::memory_order_relaxed)) break;
-        ATTAIN_PAUSE();
-        if ((i & 255) == 255 && std::chrono::steady_clock::now() - t0 > kSpin) {
-          sleepers.fetch_add(1);
-          generation.wait(seen);
-          sleepers.fetch_sub(1);
-          t0 = std::chrono::steady_clock::now();
+        if ((i & 255) != 255) {
+          ATTAIN_PAUSE();
+          continue;
         }
+        const auto waited = std::chrono::steady_clock::now() - t0;
+        const bool rest = resting.load(std::memory_order_relaxed);
+        if (!rest && waited < kSpin) continue;
+        if (!rest && waited < kYield) {
+          std::this_thread::yield();
+          i = 254;  // poll again right after each yield
+          continue;
+        }
+        sleepers.fetch_add(1);
+        generation.wait(seen);
+        sleepers.fetch_sub(1);
+        t0 = std::chrono::steady_clock::now();
+        i = 0;
       }
       if (stop.load(std::memory_order_relaxed)) return;
       seen = g;
@@ -145,6 +162,10 @@ int ThreadPool::workers() const {
   return static_cast<int>(impl_->threads.size());
 }
 
+void ThreadPool::rest() {
+  impl_->resting.store(true, std::memory_order_relaxed);
+}
+
 int ThreadPool::sleeping() const {
   return impl_->sleepers.load(std::memory_order_relaxed);
 }
@@ -161,6 +182,7 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   s.nthreads = nthreads;
   s.error = nullptr;
   s.done.store(0, std::memory_order_relaxed);
+  s.resting.store(false, std::memory_order_relaxed);
   // Only the caller holding call_mutex moves the generation: even for a static job.
   const std::uint64_t cur = s.generation.load();
   s.generation.store(cur + (cur & 1 ? 1 : 2), std::memory_order_release);
@@ -199,6 +221,7 @@ void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
   s.task_fn = &task;
   s.error = nullptr;
   s.tasks_done.store(0, std::memory_order_relaxed);
+  s.resting.store(false, std::memory_order_relaxed);
   // An odd generation: a task job; its tag (generation >> 1) goes into the claim word first.
   const std::uint64_t cur = s.generation.load();
   const std::uint64_t next_g = cur + (cur & 1 ? 2 : 1);
