@@ -328,17 +328,21 @@ struct Stream {
     // worth of streaming), i.e. `skip` tiles beyond the pipeline's own distance.
     const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
     const std::int64_t total = groups * ktiles;
+    // fp32 W with fewer rows of A than a register block is a pure stream the hardware
+    // prefetcher follows; software prefetches only cost it load slots (measured: M=1,
+    // N=16384, K=4096, 2 threads: 5.6 ms without, 6.3 ms with; M=8: 11.7 without, 9.9 with).
+    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
     const std::int64_t skip =
-        g.stages > 1 ? std::max<std::int64_t>(
-                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
-                     : 0;
+        sw_prefetch ? std::max<std::int64_t>(
+                          0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
+                    : 0;
     // All of K in one tile and no scalar tail: the sums leave the registers straight to out.
     const bool direct = ktiles == 1 && kv == g.k;
     Ahead ahead;
     bool have_ahead = false;
     auto load = [&](std::int64_t tt, int) {
       const std::int64_t t = tt + skip;
-      have_ahead = g.stages > 1 && t < total;
+      have_ahead = sw_prefetch && t < total;
       if (!have_ahead) return;
       const std::int64_t grp = t / ktiles;
       ahead.nb = group_rows(grp);
