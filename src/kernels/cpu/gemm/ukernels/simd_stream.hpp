@@ -166,6 +166,14 @@ struct Stream {
         for (int j = 0; j < NBc; ++j)
           sc[j] =
               S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
+      // fp8 with few rows of A: sum each 128-wide scale block unscaled and apply its scale
+      // once (one FMA per block instead of a multiply per vector); the registers allow it up
+      // to two rows.
+      constexpr bool kFold = T == DType::fp8 && !kFromBuf && MBc <= 2;
+      V part[MBc][NBc];
+      if constexpr (kFold)
+        for (int i = 0; i < MBc; ++i)
+          for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
       for (std::int64_t p = b0; p < b1; p += L) {
         prefetch_ahead<T>(pf, p);
         V w[NBc];
@@ -175,16 +183,25 @@ struct Stream {
             w[j] = S::load(wbuf + j * ldb + (p - k0));
           } else {
             w[j] = vec<T>(rows[j], p);
-            if constexpr (T == DType::fp8) w[j] = S::mul(w[j], sc[j]);
+            if constexpr (T == DType::fp8 && !kFold) w[j] = S::mul(w[j], sc[j]);
           }
         }
 #pragma GCC unroll 4
         for (int i = 0; i < MBc; ++i) {
           const V av = S::load(arow[i] + p);
 #pragma GCC unroll 4
-          for (int j = 0; j < NBc; ++j) acc[i][j] = S::fma(av, w[j], acc[i][j]);
+          for (int j = 0; j < NBc; ++j) {
+            if constexpr (kFold) {
+              part[i][j] = S::fma(av, w[j], part[i][j]);
+            } else {
+              acc[i][j] = S::fma(av, w[j], acc[i][j]);
+            }
+          }
         }
       }
+      if constexpr (kFold)
+        for (int i = 0; i < MBc; ++i)
+          for (int j = 0; j < NBc; ++j) acc[i][j] = S::fma(part[i][j], sc[j], acc[i][j]);
       b0 = b1;
     }
     if (direct) {  // all of K in this call: reduce the registers straight into the output

@@ -50,14 +50,16 @@ struct Avx2Load : Avx2 {
   static V f16(const void* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
   }
-  // e4m3 -> fp16 bit pattern: sign to bit 15, exponent+mantissa shifted so the fp16 value is
-  // the e4m3 value * 2^-8 (the bias differs by 8), NaN codes forced to an fp16 NaN.
+  // e4m3 -> the fp16 bit pattern of value * 2^-8: the 7 magnitude bits shifted left by 7
+  // land on fp16's exponent and mantissa (the biases differ by 8; subnormals map exactly), the
+  // sign lands on bit 14 and one add moves it to bit 15; the NaN codes (magnitude 0x7f)
+  // become an fp16 NaN.
   static V fp8(const void* p) {
     const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
-    const __m128i mag = _mm_and_si128(v, _mm_set1_epi16(0x7f));
-    __m128i h = _mm_or_si128(_mm_slli_epi16(mag, 7),
-                             _mm_slli_epi16(_mm_and_si128(v, _mm_set1_epi16(0x80)), 8));
-    const __m128i nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7f));
+    __m128i h = _mm_slli_epi16(v, 7);
+    h = _mm_add_epi16(h, _mm_and_si128(h, _mm_set1_epi16(0x4000)));
+    const __m128i nan =
+        _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7f80)), _mm_set1_epi16(0x3f80));
     h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
     return _mm256_cvtph_ps(h);
   }

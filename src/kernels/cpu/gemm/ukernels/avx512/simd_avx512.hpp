@@ -53,13 +53,17 @@ struct Avx512Load : Avx512 {
   static V f16(const void* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   }
+  // e4m3 -> the fp16 bit pattern of value * 2^-8: the 7 magnitude bits shifted left by 7
+  // land on fp16's exponent and mantissa (the biases differ by 8; subnormals map exactly), the
+  // sign lands on bit 14 and one add moves it to bit 15; the NaN codes (magnitude 0x7f)
+  // become an fp16 NaN under a mask.
   static V fp8(const void* p) {
     const __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    const __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7f));
-    __m256i h = _mm256_or_si256(_mm256_slli_epi16(mag, 7),
-                                _mm256_slli_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x80)), 8));
-    const __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f));
-    h = _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7c00)));
+    __m256i h = _mm256_slli_epi16(v, 7);
+    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
+    const __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7f80)),
+                                                  _mm256_set1_epi16(0x3f80));
+    h = _mm256_mask_mov_epi16(h, nan, _mm256_set1_epi16(0x7e00));
     return _mm512_cvtph_ps(h);
   }
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
