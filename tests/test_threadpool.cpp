@@ -149,6 +149,22 @@ TEST(ThreadPool, RunTasksDoesNotWaitForASleepingWorker) {
   EXPECT_EQ(on_caller.load(), 1);  // a single task: the caller takes it first
 }
 
+// Workers that take no part in a small job are not waited for; they must never mistake a
+// later job's size for theirs (each tid exactly once per job, jobs of varying size).
+TEST(ThreadPool, JobsOfDifferentSizesRunEachTidOnce) {
+  auto& pool = ThreadPool::instance();
+  pool.run(4, [](int, int) {});
+  for (int round = 0; round < 5000; ++round) {
+    const int n = 2 + round % 3;
+    std::vector<std::atomic<int>> hits(4);
+    pool.run(n, [&](int tid, int nt) {
+      EXPECT_EQ(nt, n);
+      hits[static_cast<std::size_t>(tid)]++;
+    });
+    for (int t = 0; t < 4; ++t) ASSERT_EQ(hits[static_cast<std::size_t>(t)].load(), t < n ? 1 : 0);
+  }
+}
+
 TEST(ThreadPool, RestPutsIdleWorkersToSleepAndTheNextJobWakesThem) {
   auto& pool = ThreadPool::instance();
   pool.run(2, [](int, int) {});

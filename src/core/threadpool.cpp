@@ -30,9 +30,22 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 constexpr auto kYield = std::chrono::milliseconds(20);
 thread_local bool t_inside_pool = false;
 
+// The generation word names the current job: [counter | threads 16 | task job 1]. A worker
+// reads everything it needs to decide whether it takes part from that one word (a field
+// written beside it could already belong to the next job: a worker that does not take part
+// is not waited for).
+constexpr int kCounterShift = 17;
+std::uint64_t next_generation(std::uint64_t cur, bool tasks, int threads) {
+  return (((cur >> kCounterShift) + 1) << kCounterShift) |
+         (static_cast<std::uint64_t>(threads & 0xffff) << 1) | (tasks ? 1 : 0);
+}
+int generation_threads(std::uint64_t g) {
+  return static_cast<int>((g >> 1) & 0xffff);
+}
+
 // A task job's claim word: [tag 16 | threads 8 | ntasks 20 | next 20]. The tag is the job's
-// generation, so a worker that woke for an older job can never claim in a newer one; a claim
-// is one compare-and-swap on the whole word.
+// generation counter, so a worker that woke for an older job can never claim in a newer one;
+// a claim is one compare-and-swap on the whole word.
 constexpr int kNextBits = 20, kTasksBits = 20, kThreadsBits = 8;
 constexpr std::uint64_t kFieldMask = (1u << kNextBits) - 1;
 std::uint64_t claim_word(std::uint64_t tag, int threads, std::int64_t ntasks) {
@@ -58,7 +71,6 @@ struct ThreadPool::Impl {
   std::atomic<std::uint64_t> claim{0};
   std::atomic<std::int64_t> tasks_done{0};
   const std::function<void(std::int64_t)>* task_fn = nullptr;
-  int nthreads = 1;
   std::mutex error_mutex;
   std::exception_ptr error;
 
@@ -99,9 +111,10 @@ struct ThreadPool::Impl {
       if (stop.load(std::memory_order_relaxed)) return;
       seen = g;
       if (g & 1) {
-        take_tasks(g >> 1, tid);
+        take_tasks(g >> kCounterShift, tid);
         continue;
       }
+      const int nthreads = generation_threads(g);
       if (tid < nthreads) {
         try {
           (*fn)(tid, nthreads);
@@ -179,13 +192,12 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   std::lock_guard<std::mutex> lock(s.call_mutex);
   s.grow(nthreads - 1);
   s.fn = &fn;
-  s.nthreads = nthreads;
   s.error = nullptr;
   s.done.store(0, std::memory_order_relaxed);
   s.resting.store(false, std::memory_order_relaxed);
-  // Only the caller holding call_mutex moves the generation: even for a static job.
-  const std::uint64_t cur = s.generation.load();
-  s.generation.store(cur + (cur & 1 ? 1 : 2), std::memory_order_release);
+  // Only the caller holding call_mutex moves the generation.
+  s.generation.store(next_generation(s.generation.load(), false, nthreads),
+                     std::memory_order_release);
   if (s.sleepers.load() > 0) s.generation.notify_all();
   t_inside_pool = true;
   try {
@@ -222,14 +234,13 @@ void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
   s.error = nullptr;
   s.tasks_done.store(0, std::memory_order_relaxed);
   s.resting.store(false, std::memory_order_relaxed);
-  // An odd generation: a task job; its tag (generation >> 1) goes into the claim word first.
-  const std::uint64_t cur = s.generation.load();
-  const std::uint64_t next_g = cur + (cur & 1 ? 2 : 1);
-  s.claim.store(claim_word(next_g >> 1, nthreads, ntasks), std::memory_order_release);
+  // A task job: its tag (the generation counter) goes into the claim word first.
+  const std::uint64_t next_g = next_generation(s.generation.load(), true, nthreads);
+  s.claim.store(claim_word(next_g >> kCounterShift, nthreads, ntasks), std::memory_order_release);
   s.generation.store(next_g, std::memory_order_release);
   if (s.sleepers.load() > 0) s.generation.notify_all();
   t_inside_pool = true;
-  s.take_tasks(next_g >> 1, 0);
+  s.take_tasks(next_g >> kCounterShift, 0);
   t_inside_pool = false;
   for (int i = 0; s.tasks_done.load(std::memory_order_acquire) < ntasks; ++i) {
     if (i < 4096) {
