@@ -145,6 +145,24 @@ struct ThreadPool::Impl {
       tasks_done.fetch_add(1, std::memory_order_acq_rel);
     }
   }
+  // Makes job generation g current and wakes the sleeping workers (only the caller holding
+  // call_mutex moves the generation).
+  void publish(std::uint64_t g) {
+    resting.store(false, std::memory_order_relaxed);
+    generation.store(g, std::memory_order_release);
+    if (sleepers.load() > 0) generation.notify_all();
+  }
+  // The caller's wait for its job's counter to reach `target`: spin briefly, then yield.
+  template <class T>
+  static void await(const std::atomic<T>& counter, T target) {
+    for (int i = 0; counter.load(std::memory_order_acquire) < target; ++i) {
+      if (i < 4096) {
+        ATTAIN_PAUSE();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
   void grow(int workers) {
     std::lock_guard<std::mutex> lock(grow_mutex);
     while (static_cast<int>(threads.size()) < workers) {
@@ -194,11 +212,7 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
   s.fn = &fn;
   s.error = nullptr;
   s.done.store(0, std::memory_order_relaxed);
-  s.resting.store(false, std::memory_order_relaxed);
-  // Only the caller holding call_mutex moves the generation.
-  s.generation.store(next_generation(s.generation.load(), false, nthreads),
-                     std::memory_order_release);
-  if (s.sleepers.load() > 0) s.generation.notify_all();
+  s.publish(next_generation(s.generation.load(), false, nthreads));
   t_inside_pool = true;
   try {
     fn(0, nthreads);
@@ -206,14 +220,7 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
     s.record(std::current_exception());
   }
   t_inside_pool = false;
-  const int others = nthreads - 1;
-  for (int i = 0; s.done.load(std::memory_order_acquire) < others; ++i) {
-    if (i < 4096) {
-      ATTAIN_PAUSE();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  Impl::await(s.done, nthreads - 1);
   if (s.error) std::rethrow_exception(s.error);
 }
 
@@ -233,22 +240,14 @@ void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
   s.task_fn = &task;
   s.error = nullptr;
   s.tasks_done.store(0, std::memory_order_relaxed);
-  s.resting.store(false, std::memory_order_relaxed);
   // A task job: its tag (the generation counter) goes into the claim word first.
   const std::uint64_t next_g = next_generation(s.generation.load(), true, nthreads);
   s.claim.store(claim_word(next_g >> kCounterShift, nthreads, ntasks), std::memory_order_release);
-  s.generation.store(next_g, std::memory_order_release);
-  if (s.sleepers.load() > 0) s.generation.notify_all();
+  s.publish(next_g);
   t_inside_pool = true;
   s.take_tasks(next_g >> kCounterShift, 0);
   t_inside_pool = false;
-  for (int i = 0; s.tasks_done.load(std::memory_order_acquire) < ntasks; ++i) {
-    if (i < 4096) {
-      ATTAIN_PAUSE();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  Impl::await(s.tasks_done, ntasks);
   if (s.error) std::rethrow_exception(s.error);
 }
 

@@ -626,12 +626,11 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     }
     add_blocks(pr, bt.blocks);
   }
-  double work_ns = -1;
+  double work_ns = seq_ns;  // the job's own rough time, or its sequence's when larger
   if (seq_ns >= 0) {
-    work_ns = seq_ns;
-    double sum = 0;
-    for (const Problem& pr : bt.problems) sum += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
-    work_ns = std::max(work_ns, sum);
+    double own = 0;
+    for (const Problem& pr : bt.problems) own += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
+    work_ns = std::max(seq_ns, own);
   }
   execute(bt.blocks, threads, work_ns);
   for (const Problem& pr : bt.problems)
