@@ -486,6 +486,52 @@ TEST(Gemm, NanInfPropagate) {
       }
 }
 
+// The fp8 conversions skip the NaN branch and scan for the NaN codes (0x7f, 0xff) once per
+// span instead: a code anywhere in a W row (span starts, ends, scale-block and k-tile edges,
+// the scalar K tail) turns exactly that output column into NaN, on both paths.
+TEST(Gemm, Fp8NanCodesInWeights) {
+  const std::uint8_t half = f32_to_e4m3(0.5f);
+  for (Isa isa : isas())
+    for (Path path : {Path::decode, Path::packed})
+      for (std::int64_t m : {1, 2, 3, 5, 9})
+        for (std::int64_t k : {140, 300, 520})
+          for (std::int64_t pos : {std::int64_t{0}, std::int64_t{31}, std::int64_t{63},
+                                   std::int64_t{64}, std::int64_t{129}, k - 17, k - 1}) {
+            SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) +
+                         " m=" + std::to_string(m) + " k=" + std::to_string(k) +
+                         " pos=" + std::to_string(pos));
+            const std::int64_t n = 9, nan_col = 2 + pos % 5;
+            std::vector<float> a(static_cast<std::size_t>(m * k), 1.0f);
+            std::vector<std::uint8_t> w(static_cast<std::size_t>(n * k), half);
+            w[static_cast<std::size_t>(nan_col * k + pos)] = pos % 2 == 0 ? 0x7f : 0xff;
+            std::vector<float> ws(static_cast<std::size_t>(2 * 5), 1.0f);
+            std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+            Params p;
+            p.a = a.data();
+            p.b = w.data();
+            p.c = c.data();
+            p.b_type = DType::fp8;
+            p.b_scale = ws.data();
+            p.m = m;
+            p.n = n;
+            p.k = k;
+            p.threads = 2;
+            p.schedule.isa = isa;
+            p.schedule.path = path;
+            p.schedule.decode_k_tile = 256;
+            gemm(p);
+            for (std::int64_t i = 0; i < m; ++i)
+              for (std::int64_t j = 0; j < n; ++j) {
+                const float v = c[static_cast<std::size_t>(i * n + j)];
+                if (j == nan_col) {
+                  EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+                } else {
+                  EXPECT_EQ(v, 0.5f * static_cast<float>(k)) << i << "," << j;
+                }
+              }
+          }
+}
+
 TEST(Gemm, BatchedAndGrouped) {
   // Batched: 3 items of (5 x 7) . (9 x 7)^T, compared with per-item gemm calls.
   const std::int64_t bt = 3, m = 5, n = 9, k = 7;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "attain/tile.hpp"
 #include "kernels/cpu/gemm/kernels.hpp"
@@ -61,6 +62,33 @@ struct Stream {
     if constexpr (T == DType::fp8) return S::fp8(row + p);
   }
 
+  // The same for the decode loops, whose fp8 rows are scanned for NaN codes separately
+  // (fp8_nan): fp8 converts without its NaN branch.
+  template <DType T>
+  static V vec_scanned(const std::byte* row, std::int64_t p) {
+    if constexpr (T == DType::fp8) return S::fp8_finite(row + p);
+    return vec<T>(row, p);
+  }
+
+  // Calls step(p) for p = b0, b0 + L, ... < b1. fp8 rows are scanned for NaN codes on the
+  // way, one S::fp8_nan per kNanSpan bytes of each row (nan[j] for row j), and the steps of a
+  // span run unrolled.
+  template <DType T, int R, class Step>
+  static void steps_scanned(std::int64_t b0, std::int64_t b1, const std::byte* const (&rows)[R],
+                            int nr, typename S::NanAcc (&nan)[R], Step&& step) {
+    std::int64_t p = b0;
+    if constexpr (T == DType::fp8) {
+      for (; p + S::kNanSpan <= b1; p += S::kNanSpan) {
+        for (int j = 0; j < nr; ++j) nan[j] = S::fp8_nan(nan[j], rows[j] + p, S::kNanSpan);
+#pragma GCC unroll 8
+        for (int u = 0; u < S::kNanSpan / L; ++u) step(p + u * L);
+      }
+      if (p < b1)
+        for (int j = 0; j < nr; ++j) nan[j] = S::fp8_nan(nan[j], rows[j] + p, b1 - p);
+    }
+    for (; p < b1; p += L) step(p);
+  }
+
   template <DType T>
   static void convert_typed(const std::byte* src, std::int64_t n, float scale, const float* e4m3,
                             float* dst) {
@@ -70,6 +98,14 @@ struct Stream {
     }
     const V sv = S::set1(scale * 256.0f);
     std::int64_t p = 0;
+    if constexpr (T == DType::fp8) {
+      // A span without NaN codes (the usual case) converts without the NaN branch.
+      for (; p + S::kNanSpan <= n; p += S::kNanSpan) {
+        const bool nan = S::nan_any(S::fp8_nan(S::nan_none(), src + p, S::kNanSpan));
+        for (int u = 0; u < S::kNanSpan; u += L)
+          S::store(dst + p + u, S::mul(nan ? vec<T>(src, p + u) : S::fp8_finite(src + p + u), sv));
+      }
+    }
     for (; p + L <= n; p += L) {
       V v = vec<T>(src, p);
       if constexpr (T == DType::fp8) v = S::mul(v, sv);
@@ -156,6 +192,9 @@ struct Stream {
     const float* arow[MBc];
     for (int i = 0; i < MBc; ++i) arow[i] = g.a + (i0 + i) * g.lda;
     const PrefetchRows pf = prefetch_rows<T>(ahead, k0);
+    // fp8: a NaN code anywhere in row j makes column j's sums NaN (set after the loop).
+    typename S::NanAcc nan[NBc];
+    for (int j = 0; j < NBc; ++j) nan[j] = S::nan_none();
 
     for (std::int64_t b0 = k0; b0 < k1;) {
       // fp8 block scales change every 128 K: one segment per scale block.
@@ -174,7 +213,7 @@ struct Stream {
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
-      for (std::int64_t p = b0; p < b1; p += L) {
+      auto step = [&](std::int64_t p) {
         prefetch_ahead<T>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
@@ -182,7 +221,7 @@ struct Stream {
           if constexpr (kFromBuf) {
             w[j] = S::load(wbuf + j * ldb + (p - k0));
           } else {
-            w[j] = vec<T>(rows[j], p);
+            w[j] = vec_scanned<T>(rows[j], p);
             if constexpr (T == DType::fp8 && !kFold) w[j] = S::mul(w[j], sc[j]);
           }
         }
@@ -198,12 +237,22 @@ struct Stream {
             }
           }
         }
+      };
+      if constexpr (kFromBuf) {
+        for (std::int64_t p = b0; p < b1; p += L) step(p);
+      } else {
+        steps_scanned<T>(b0, b1, rows, NBc, nan, step);
       }
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) acc[i][j] = S::fma(part[i][j], sc[j], acc[i][j]);
       b0 = b1;
     }
+    if constexpr (T == DType::fp8 && !kFromBuf)
+      for (int j = 0; j < NBc; ++j)
+        if (S::nan_any(nan[j]))
+          for (int i = 0; i < MBc; ++i)
+            acc[i][j] = S::set1(std::numeric_limits<float>::quiet_NaN());
     if (direct) {  // all of K in this call: reduce the registers straight into the output
       for (int i = 0; i < MBc; ++i) {
         float* out = g.out + (i0 + i) * g.ldo + (j0 - g.n0);
@@ -278,14 +327,20 @@ struct Stream {
         for (int j = 0; j < nb; ++j)
           sc[j] =
               S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
-      for (std::int64_t p = b0; p < b1; p += L) {
+      typename S::NanAcc nan[NB];
+      for (int j = 0; j < NB; ++j) nan[j] = S::nan_none();
+      steps_scanned<T>(b0, b1, rows, nb, nan, [&](std::int64_t p) {
         prefetch_ahead<T>(pf, p);
         for (int j = 0; j < nb; ++j) {
-          V v = vec<T>(rows[j], p);
+          V v = vec_scanned<T>(rows[j], p);
           if constexpr (T == DType::fp8) v = S::mul(v, sc[j]);
           S::store(g.scratch + j * ldb + (p - k0), v);
         }
-      }
+      });
+      for (int j = 0; j < nb; ++j)
+        if (S::nan_any(nan[j]))
+          std::fill(g.scratch + j * ldb + (b0 - k0), g.scratch + j * ldb + (b1 - k0),
+                    std::numeric_limits<float>::quiet_NaN());
       b0 = b1;
     }
     if (nb == NB)

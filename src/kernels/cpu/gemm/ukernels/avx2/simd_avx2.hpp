@@ -63,6 +63,32 @@ struct Avx2Load : Avx2 {
     h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
     return _mm256_cvtph_ps(h);
   }
+  // The same value for the finite codes in half the operations (see Avx512Load::fp8_finite);
+  // the NaN codes come out as 480 * 2^-8: callers find them with fp8_nan.
+  static V fp8_finite(const void* p) {
+    __m128i h = _mm_cvtepi8_epi16(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    h = _mm_slli_epi16(h, 7);
+    h = _mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0xbf80)));
+    return _mm256_cvtph_ps(h);
+  }
+  // NaN-code scan (see Avx512Load): byte-wise maximum of the magnitudes seen.
+  using NanAcc = __m256i;
+  static constexpr int kNanSpan = 32;  // bytes per fp8_nan
+  static NanAcc nan_none() { return _mm256_setzero_si256(); }
+  static NanAcc fp8_nan(NanAcc acc, const void* p, std::int64_t n) {  // n <= 32, multiple of 4
+    __m256i v;
+    if (n >= 32) {
+      v = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    } else {
+      const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n / 4)), lane);
+      v = _mm256_maskload_epi32(static_cast<const int*>(p), live);
+    }
+    return _mm256_max_epu8(acc, _mm256_and_si256(v, _mm256_set1_epi8(0x7f)));
+  }
+  static bool nan_any(NanAcc acc) {
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, _mm256_set1_epi8(0x7f))) != 0;
+  }
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
   static constexpr int kDecodeMB = 2;  // A rows per register tile in the decode kernel
 };
