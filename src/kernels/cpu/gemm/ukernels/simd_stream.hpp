@@ -53,7 +53,7 @@ struct Stream {
     }
   }
 
-  // L elements starting at row[p] as fp32; fp8 comes back as value * 2^-8 (see S::fp8).
+  // L elements starting at row[p] as fp32 (fp8 unscaled).
   template <DType T>
   static V vec(const std::byte* row, std::int64_t p) {
     if constexpr (T == DType::f32) return S::f32(row + p * 4);
@@ -71,22 +71,37 @@ struct Stream {
   }
 
   // Calls step(p) for p = b0, b0 + L, ... < b1. fp8 rows are scanned for NaN codes on the
-  // way, one S::fp8_nan per kNanSpan bytes of each row (nan[j] for row j), and the steps of a
-  // span run unrolled.
+  // way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one accumulator (see
+  // nan_rows), and the steps of a span run unrolled.
   template <DType T, int R, class Step>
   static void steps_scanned(std::int64_t b0, std::int64_t b1, const std::byte* const (&rows)[R],
-                            int nr, typename S::NanAcc (&nan)[R], Step&& step) {
+                            int nr, typename S::NanAcc& nan, Step&& step) {
     std::int64_t p = b0;
     if constexpr (T == DType::fp8) {
       for (; p + S::kNanSpan <= b1; p += S::kNanSpan) {
-        for (int j = 0; j < nr; ++j) nan[j] = S::fp8_nan(nan[j], rows[j] + p, S::kNanSpan);
+        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, S::kNanSpan);
 #pragma GCC unroll 8
         for (int u = 0; u < S::kNanSpan / L; ++u) step(p + u * L);
       }
       if (p < b1)
-        for (int j = 0; j < nr; ++j) nan[j] = S::fp8_nan(nan[j], rows[j] + p, b1 - p);
+        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, b1 - p);
     }
     for (; p < b1; p += L) step(p);
+  }
+
+  // After a scan found a NaN code somewhere in rows[0..nr) over [k0, k1) (rare): bit j set
+  // when row j has one.
+  template <int R>
+  static unsigned nan_rows(const std::byte* const (&rows)[R], int nr, std::int64_t k0,
+                           std::int64_t k1) {
+    unsigned hit = 0;
+    for (int j = 0; j < nr; ++j) {
+      typename S::NanAcc nan = S::nan_none();
+      for (std::int64_t p = k0; p < k1; p += S::kNanSpan)
+        nan = S::fp8_nan(nan, rows[j] + p, std::min<std::int64_t>(S::kNanSpan, k1 - p));
+      if (S::nan_any(nan)) hit |= 1u << j;
+    }
+    return hit;
   }
 
   template <DType T>
@@ -96,7 +111,7 @@ struct Stream {
       std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
       return;
     }
-    const V sv = S::set1(scale * 256.0f);
+    const V sv = S::set1(scale);
     std::int64_t p = 0;
     if constexpr (T == DType::fp8) {
       // A span without NaN codes (the usual case) converts without the NaN branch.
@@ -193,8 +208,7 @@ struct Stream {
     for (int i = 0; i < MBc; ++i) arow[i] = g.a + (i0 + i) * g.lda;
     const PrefetchRows pf = prefetch_rows<T>(ahead, k0);
     // fp8: a NaN code anywhere in row j makes column j's sums NaN (set after the loop).
-    typename S::NanAcc nan[NBc];
-    for (int j = 0; j < NBc; ++j) nan[j] = S::nan_none();
+    typename S::NanAcc nan = S::nan_none();
 
     for (std::int64_t b0 = k0; b0 < k1;) {
       // fp8 block scales change every 128 K: one segment per scale block.
@@ -203,8 +217,7 @@ struct Stream {
       V sc[NBc];
       if constexpr (T == DType::fp8 && !kFromBuf)
         for (int j = 0; j < NBc; ++j)
-          sc[j] =
-              S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
+          sc[j] = S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]);
       // fp8 with few rows of A: sum each 128-wide scale block unscaled and apply its scale
       // once (one FMA per block instead of a multiply per vector); the registers allow it up
       // to two rows.
@@ -249,10 +262,13 @@ struct Stream {
       b0 = b1;
     }
     if constexpr (T == DType::fp8 && !kFromBuf)
-      for (int j = 0; j < NBc; ++j)
-        if (S::nan_any(nan[j]))
-          for (int i = 0; i < MBc; ++i)
-            acc[i][j] = S::set1(std::numeric_limits<float>::quiet_NaN());
+      if (S::nan_any(nan)) {
+        const unsigned hit = nan_rows(rows, NBc, k0, k1);
+        for (int j = 0; j < NBc; ++j)
+          if ((hit >> j) & 1)
+            for (int i = 0; i < MBc; ++i)
+              acc[i][j] = S::set1(std::numeric_limits<float>::quiet_NaN());
+      }
     if (direct) {  // all of K in this call: reduce the registers straight into the output
       for (int i = 0; i < MBc; ++i) {
         float* out = g.out + (i0 + i) * g.ldo + (j0 - g.n0);
@@ -325,10 +341,8 @@ struct Stream {
       V sc[NB];
       if constexpr (T == DType::fp8)
         for (int j = 0; j < nb; ++j)
-          sc[j] =
-              S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block] * 256.0f);
-      typename S::NanAcc nan[NB];
-      for (int j = 0; j < NB; ++j) nan[j] = S::nan_none();
+          sc[j] = S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]);
+      typename S::NanAcc nan = S::nan_none();
       steps_scanned<T>(b0, b1, rows, nb, nan, [&](std::int64_t p) {
         prefetch_ahead<T>(pf, p);
         for (int j = 0; j < nb; ++j) {
@@ -337,8 +351,9 @@ struct Stream {
           S::store(g.scratch + j * ldb + (p - k0), v);
         }
       });
+      const unsigned hit = S::nan_any(nan) ? nan_rows(rows, nb, b0, b1) : 0u;
       for (int j = 0; j < nb; ++j)
-        if (S::nan_any(nan[j]))
+        if ((hit >> j) & 1)
           std::fill(g.scratch + j * ldb + (b0 - k0), g.scratch + j * ldb + (b1 - k0),
                     std::numeric_limits<float>::quiet_NaN());
       b0 = b1;

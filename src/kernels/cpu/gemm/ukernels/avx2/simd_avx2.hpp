@@ -39,8 +39,7 @@ struct Avx2 {
 
 namespace {
 
-// Storage -> fp32 loads of kLanes values (bitwise the same as attain's scalar conversions;
-// fp8 comes back as e4m3 * 2^-8, exact: multiply by scale * 256).
+// Storage -> fp32 loads of kLanes values (bitwise the same as attain's scalar conversions).
 struct Avx2Load : Avx2 {
   static V f32(const void* p) { return _mm256_loadu_ps(static_cast<const float*>(p)); }
   static V bf16(const void* p) {
@@ -50,26 +49,24 @@ struct Avx2Load : Avx2 {
   static V f16(const void* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
   }
-  // e4m3 -> the fp16 bit pattern of value * 2^-8: the 7 magnitude bits shifted left by 7
-  // land on fp16's exponent and mantissa (the biases differ by 8; subnormals map exactly), the
-  // sign lands on bit 14 and one add moves it to bit 15; the NaN codes (magnitude 0x7f)
-  // become an fp16 NaN.
-  static V fp8(const void* p) {
-    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
-    __m128i h = _mm_slli_epi16(v, 7);
-    h = _mm_add_epi16(h, _mm_and_si128(h, _mm_set1_epi16(0x4000)));
-    const __m128i nan =
-        _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7f80)), _mm_set1_epi16(0x3f80));
-    h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
-    return _mm256_cvtph_ps(h);
-  }
-  // The same value for the finite codes in half the operations (see Avx512Load::fp8_finite);
-  // the NaN codes come out as 480 * 2^-8: callers find them with fp8_nan.
+  // e4m3 -> fp32, exact (see Avx512Load::fp8_finite: the pattern of value * 2^-120, then an
+  // exact multiply by 2^120). The NaN codes come out as 480: callers find them with fp8_nan,
+  // or use fp8.
   static V fp8_finite(const void* p) {
-    __m128i h = _mm_cvtepi8_epi16(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
-    h = _mm_slli_epi16(h, 7);
-    h = _mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0xbf80)));
-    return _mm256_cvtph_ps(h);
+    __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    v = _mm256_slli_epi32(v, 20);
+    v = _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0x87f00000u)));
+    return _mm256_mul_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(0x1p120f));
+  }
+  // The same with the NaN codes as NaN.
+  static V fp8(const void* p) {
+    __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    const __m256i mag = _mm256_set1_epi32(0x7f);
+    const __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(v, mag), mag);
+    v = _mm256_slli_epi32(v, 20);
+    v = _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0x87f00000u)));
+    const V x = _mm256_mul_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(0x1p120f));
+    return _mm256_or_ps(x, _mm256_castsi256_ps(nan));
   }
   // NaN-code scan (see Avx512Load): byte-wise maximum of the magnitudes seen.
   using NanAcc = __m256i;

@@ -43,7 +43,7 @@ struct Avx512 {
 
 namespace {
 
-// Storage -> fp32 loads of 16 values; see Avx2Load for the fp8 trick.
+// Storage -> fp32 loads of 16 values.
 struct Avx512Load : Avx512 {
   static V f32(const void* p) { return _mm512_loadu_ps(p); }
   static V bf16(const void* p) {
@@ -53,28 +53,24 @@ struct Avx512Load : Avx512 {
   static V f16(const void* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   }
-  // e4m3 -> the fp16 bit pattern of value * 2^-8: the 7 magnitude bits shifted left by 7
-  // land on fp16's exponent and mantissa (the biases differ by 8; subnormals map exactly), the
-  // sign lands on bit 14 and one add moves it to bit 15; the NaN codes (magnitude 0x7f)
-  // become an fp16 NaN under a mask.
-  static V fp8(const void* p) {
-    const __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    __m256i h = _mm256_slli_epi16(v, 7);
-    h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000)));
-    const __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7f80)),
-                                                  _mm256_set1_epi16(0x3f80));
-    h = _mm256_mask_mov_epi16(h, nan, _mm256_set1_epi16(0x7e00));
-    return _mm512_cvtph_ps(h);
-  }
-  // The same value for the finite codes in half the operations: bytes sign-extended to 16
-  // bits and shifted left by 7 put the magnitude on fp16's exponent and mantissa and copies
-  // of the sign on bits 15 and 14; clearing bit 14 leaves the fp16 pattern. The NaN codes come
-  // out as 480 * 2^-8: callers find them with fp8_nan.
+  // e4m3 -> fp32, exact, in three integer operations and one multiply: the byte sign-extended
+  // to 32 bits and shifted left by 20 puts the 7 magnitude bits on fp32's low 4 exponent bits
+  // and the mantissa, and copies of the sign on bits 27..31; the mask keeps bit 31. That is
+  // the fp32 pattern of value * 2^-120 (e4m3 subnormals land on fp32 subnormals, exactly), and
+  // the multiply by 2^120 is exact. The NaN codes (magnitude 0x7f) come out as 480: callers
+  // find them with fp8_nan, or use fp8.
   static V fp8_finite(const void* p) {
-    __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    h = _mm256_slli_epi16(h, 7);
-    h = _mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(0xbf80)));
-    return _mm512_cvtph_ps(h);
+    __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    v = _mm512_slli_epi32(v, 20);
+    v = _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x87f00000u)));
+    return _mm512_mul_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(0x1p120f));
+  }
+  // The same with the NaN codes as NaN.
+  static V fp8(const void* p) {
+    const __m128i b = _mm_loadu_si128(static_cast<const __m128i*>(p));
+    const __mmask16 nan = _mm_cmpeq_epi8_mask(
+        _mm_or_si128(b, _mm_set1_epi8(static_cast<char>(0x80))), _mm_set1_epi8(-1));
+    return _mm512_mask_mov_ps(fp8_finite(p), nan, _mm512_set1_ps(__builtin_nanf("")));
   }
   // NaN-code scan: the byte-wise maximum of the magnitudes (low 7 bits) of every byte seen;
   // an e4m3 NaN code (0x7f, 0xff) was among them exactly when a lane holds 0x7f.
