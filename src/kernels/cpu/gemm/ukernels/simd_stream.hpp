@@ -70,40 +70,6 @@ struct Stream {
     return vec<T>(row, p);
   }
 
-  // Calls step(p) for p = b0, b0 + L, ... < b1. fp8 rows are scanned for NaN codes on the
-  // way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one accumulator (see
-  // nan_rows), and the steps of a span run unrolled.
-  template <DType T, int R, class Step>
-  static void steps_scanned(std::int64_t b0, std::int64_t b1, const std::byte* const (&rows)[R],
-                            int nr, typename S::NanAcc& nan, Step&& step) {
-    std::int64_t p = b0;
-    if constexpr (T == DType::fp8) {
-      for (; p + S::kNanSpan <= b1; p += S::kNanSpan) {
-        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, S::kNanSpan);
-#pragma GCC unroll 8
-        for (int u = 0; u < S::kNanSpan / L; ++u) step(p + u * L);
-      }
-      if (p < b1)
-        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, b1 - p);
-    }
-    for (; p < b1; p += L) step(p);
-  }
-
-  // After a scan found a NaN code somewhere in rows[0..nr) over [k0, k1) (rare): bit j set
-  // when row j has one.
-  template <int R>
-  static unsigned nan_rows(const std::byte* const (&rows)[R], int nr, std::int64_t k0,
-                           std::int64_t k1) {
-    unsigned hit = 0;
-    for (int j = 0; j < nr; ++j) {
-      typename S::NanAcc nan = S::nan_none();
-      for (std::int64_t p = k0; p < k1; p += S::kNanSpan)
-        nan = S::fp8_nan(nan, rows[j] + p, std::min<std::int64_t>(S::kNanSpan, k1 - p));
-      if (S::nan_any(nan)) hit |= 1u << j;
-    }
-    return hit;
-  }
-
   template <DType T>
   static void convert_typed(const std::byte* src, std::int64_t n, float scale, const float* e4m3,
                             float* dst) {
@@ -191,6 +157,46 @@ struct Stream {
     for (int j = 0; j < NB; ++j) prefetch_line(pf.row[j] + p * esize<T>());
   }
 
+  // Calls step(p) for p = b0, b0 + L, ... < b1 (b0 a multiple of 64). fp8 rows are scanned
+  // for NaN codes on the way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one
+  // accumulator (see nan_rows); the steps of a span run unrolled, and the span issues the
+  // prefetches (its step functions issue none).
+  template <DType T, int R, class Step>
+  static void steps_scanned(std::int64_t b0, std::int64_t b1, const std::byte* const (&rows)[R],
+                            int nr, typename S::NanAcc& nan, const PrefetchRows& pf, Step&& step) {
+    std::int64_t p = b0;
+    if constexpr (T == DType::fp8) {
+      for (; p + S::kNanSpan <= b1; p += S::kNanSpan) {
+        if (pf.on && (p & 63) == 0)  // one prefetch per line of each ahead row
+          for (int u = 0; u < S::kNanSpan; u += 64)
+            for (int j = 0; j < NB; ++j) prefetch_line(pf.row[j] + p + u);
+        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, S::kNanSpan);
+#pragma GCC unroll 8
+        for (int u = 0; u < S::kNanSpan / L; ++u) step(p + u * L);
+      }
+      if (p < b1) {
+        for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, b1 - p);
+        for (std::int64_t q = p; q < b1; q += 64) prefetch_ahead<T>(pf, q);
+      }
+    }
+    for (; p < b1; p += L) step(p);
+  }
+
+  // After a scan found a NaN code somewhere in rows[0..nr) over [k0, k1) (rare): bit j set
+  // when row j has one.
+  template <int R>
+  static unsigned nan_rows(const std::byte* const (&rows)[R], int nr, std::int64_t k0,
+                           std::int64_t k1) {
+    unsigned hit = 0;
+    for (int j = 0; j < nr; ++j) {
+      typename S::NanAcc nan = S::nan_none();
+      for (std::int64_t p = k0; p < k1; p += S::kNanSpan)
+        nan = S::fp8_nan(nan, rows[j] + p, std::min<std::int64_t>(S::kNanSpan, k1 - p));
+      if (S::nan_any(nan)) hit |= 1u << j;
+    }
+    return hit;
+  }
+
   // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
   // a[i0+i][p] * w[j0+j][p], for MBc rows of A and NBc rows of W. W comes from its storage
   // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
@@ -227,7 +233,7 @@ struct Stream {
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
       auto step = [&](std::int64_t p) {
-        prefetch_ahead<T>(pf, p);
+        if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
         for (int j = 0; j < NBc; ++j) {
@@ -254,7 +260,7 @@ struct Stream {
       if constexpr (kFromBuf) {
         for (std::int64_t p = b0; p < b1; p += L) step(p);
       } else {
-        steps_scanned<T>(b0, b1, rows, NBc, nan, step);
+        steps_scanned<T>(b0, b1, rows, NBc, nan, pf, step);
       }
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
@@ -343,8 +349,8 @@ struct Stream {
         for (int j = 0; j < nb; ++j)
           sc[j] = S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]);
       typename S::NanAcc nan = S::nan_none();
-      steps_scanned<T>(b0, b1, rows, nb, nan, [&](std::int64_t p) {
-        prefetch_ahead<T>(pf, p);
+      steps_scanned<T>(b0, b1, rows, nb, nan, pf, [&](std::int64_t p) {
+        if constexpr (T != DType::fp8) prefetch_ahead<T>(pf, p);
         for (int j = 0; j < nb; ++j) {
           V v = vec_scanned<T>(rows[j], p);
           if constexpr (T == DType::fp8) v = S::mul(v, sc[j]);
