@@ -332,7 +332,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
         if (decode_ok(c)) {
           for (int split : {1, 2, 4, 8}) {
             if (split > 1 && (gm != 1 || c.p.k < 256 * split)) continue;
-            for (int kt : {512, 1024, 2048})
+            for (int kt : {512, 1024, 2048, 4096})
               for (int st : {1, 2, 3}) {
                 Schedule s = base;
                 s.path = Path::decode;
