@@ -532,6 +532,66 @@ TEST(Gemm, Fp8NanCodesInWeights) {
           }
 }
 
+// fp8 W with one or two rows of A (the decode blocks that sum each scale block before scaling
+// it): activations from 1e-30 to 1e30, a row mixing both ends, and an infinite activation give
+// the reference's result. (A variant that converted W to value * 2^-120 without a multiply and
+// pre-scaled A to match failed the small and the huge cases until the scaling was chosen from
+// A's largest magnitude; it was then not faster and was dropped.)
+TEST(Gemm, Fp8DecodeActivationMagnitudes) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const std::int64_t n = 13, k = 300, kb = ceil_div(k, kFp8Block);
+  std::vector<std::uint8_t> w(static_cast<std::size_t>(n * k));
+  std::vector<float> ws(static_cast<std::size_t>(kb));
+  for (auto& q : w) q = f32_to_e4m3(u(rng) * 400.0f);
+  w[3] = 0;  // column 0 meets the infinite activation with a zero weight
+  for (auto& x : ws) x = 0.001f + std::abs(u(rng)) * 0.01f;
+  for (Isa isa : isas())
+    for (std::int64_t m : {1, 2})
+      for (float f : {1e-30f, 1e-6f, 1.0f, 1e6f, 1e30f, 0.0f, -1.0f}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " m=" + std::to_string(m) +
+                     " f=" + std::to_string(f));
+        std::vector<float> a(static_cast<std::size_t>(m * k));
+        for (auto& x : a) x = u(rng) * (f > 0.0f ? f : 1e-3f);
+        if (f == 0.0f) a[1] = 1e30f;  // one huge value beside small ones
+        if (f < 0.0f) a[3] = std::numeric_limits<float>::infinity();
+        std::vector<float> c(static_cast<std::size_t>(m * n));
+        Params p;
+        p.a = a.data();
+        p.b = w.data();
+        p.c = c.data();
+        p.b_type = DType::fp8;
+        p.b_scale = ws.data();
+        p.m = m;
+        p.n = n;
+        p.k = k;
+        p.threads = 2;
+        p.schedule.isa = isa;
+        p.schedule.path = Path::decode;
+        gemm(p);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double ref = 0, mag = 0;
+            for (std::int64_t q = 0; q < k; ++q) {
+              const double wv =
+                  static_cast<double>(e4m3_to_f32(w[static_cast<std::size_t>(j * k + q)])) *
+                  ws[static_cast<std::size_t>(q / kFp8Block)];
+              const double av = a[static_cast<std::size_t>(i * k + q)];
+              ref += av * wv;
+              mag += std::abs(av * wv);
+            }
+            const float got = c[static_cast<std::size_t>(i * n + j)];
+            if (std::isnan(ref)) {
+              EXPECT_TRUE(std::isnan(got)) << i << "," << j;
+            } else if (std::isinf(ref)) {
+              EXPECT_EQ(got, static_cast<float>(ref)) << i << "," << j;
+            } else {
+              EXPECT_LE(std::abs(got - ref), 1e-5 * mag) << i << "," << j << " ref " << ref;
+            }
+          }
+      }
+}
+
 TEST(Gemm, BatchedAndGrouped) {
   // Batched: 3 items of (5 x 7) . (9 x 7)^T, compared with per-item gemm calls.
   const std::int64_t bt = 3, m = 5, n = 9, k = 7;
