@@ -570,19 +570,6 @@ void execute(std::vector<Block>& blocks, int threads, double work_ns) {
       [&](std::int64_t i) { run_block(blocks[static_cast<std::size_t>(i)]); });
 }
 
-// The decode kernel reads rows of A beside rows of W; with row strides that are multiples of
-// 4 KiB (K = 1024, 2048, 4096, 7168 in fp32) the same offset of every row maps to the same L1
-// set, and A's rows with W's current and next tiles overflow the set's ways. So A is read from
-// a copy whose stride is an odd number of 64-byte lines whenever it has more than one row (or
-// is not fp32 rows already).
-bool decode_copies_a(const Params& p) {
-  return p.a_type != DType::f32 || p.trans_a != Trans::N || p.m > 1;
-}
-std::int64_t decode_lda(std::int64_t k) {
-  const std::int64_t lines = ceil_div(k, 16);
-  return 16 * (lines % 2 == 0 ? lines + 1 : lines);
-}
-
 // Caller-thread scratch of one execution: problems, blocks, converted A and split-K sums
 // (grow-only, so a repeated call does not allocate).
 struct Batch {
@@ -606,7 +593,8 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
     if (p.k == 0 || p.alpha == 0.0f) continue;
-    if (pr.s.path == Path::decode && decode_copies_a(p)) conv += p.m * decode_lda(p.k);
+    if (pr.s.path == Path::decode && (p.a_type != DType::f32 || p.trans_a != Trans::N))
+      conv += round_up(p.m * p.k, 16);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
   float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
@@ -621,25 +609,23 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::decode) {
       pr.a32 = static_cast<const float*>(p.a);
       pr.lda32 = pr.lda;
-      if (decode_copies_a(p)) {
-        // A as fp32 rows with its scales applied (small: M <= 64 rows), at a row stride that
-        // is not a multiple of 4 KiB (see decode_lda).
-        const std::int64_t lda = decode_lda(p.k);
+      if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
+        // A as fp32 rows with its scales applied (small: M <= 64 rows).
         float* buf = conv_buf;
-        conv_buf += p.m * lda;
+        conv_buf += round_up(p.m * p.k, 16);
         for (std::int64_t i = 0; i < p.m; ++i) {
           if (p.trans_a == Trans::N) {
             convert_k_run(
                 pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i, q); },
-                [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * lda);
+                [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * p.k);
           } else {
             for (std::int64_t q = 0; q < p.k; ++q)
               pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3,
-                              buf + i * lda + q);
+                              buf + i * p.k + q);
           }
         }
         pr.a32 = buf;
-        pr.lda32 = lda;
+        pr.lda32 = p.k;
       }
       if (pr.slices > 1) {
         pr.partial = part_buf;
