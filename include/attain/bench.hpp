@@ -91,6 +91,7 @@ struct Aggregate {
   double geomean = 0, median = 0, q1 = 0, q3 = 0;
 };
 Aggregate aggregate(std::vector<double> values);  // values must be positive
+nlohmann::json to_json(const Aggregate& a);       // {count, geomean, median, q1, q3}
 
 struct Summary {
   // backend -> group ("all", "phase=decode", "kind=gemm", ...) -> efficiency aggregate

@@ -71,20 +71,18 @@ Summary summarize(const std::vector<Result>& results, const std::vector<std::str
   return s;
 }
 
+nlohmann::json to_json(const Aggregate& a) {
+  return nlohmann::json{
+      {"count", a.count}, {"geomean", a.geomean}, {"median", a.median}, {"q1", a.q1}, {"q3", a.q3}};
+}
+
 nlohmann::json to_json(const Summary& s) {
-  auto agg = [](const Aggregate& a) {
-    return nlohmann::json{{"count", a.count},
-                          {"geomean", a.geomean},
-                          {"median", a.median},
-                          {"q1", a.q1},
-                          {"q3", a.q3}};
-  };
   nlohmann::json j = {{"efficiency", nlohmann::json::object()},
                       {"speed_ratio", nlohmann::json::object()},
                       {"status_counts", s.status_counts}};
   for (const auto& [b, groups] : s.efficiency)
-    for (const auto& [g, a] : groups) j["efficiency"][b][g] = agg(a);
-  for (const auto& [k, a] : s.speed_ratio) j["speed_ratio"][k] = agg(a);
+    for (const auto& [g, a] : groups) j["efficiency"][b][g] = to_json(a);
+  for (const auto& [k, a] : s.speed_ratio) j["speed_ratio"][k] = to_json(a);
   return j;
 }
 

@@ -79,17 +79,10 @@ ReportModel build_report_model(ReportFiles files) {
 }
 
 nlohmann::json report_summary_json(const ReportModel& m) {
-  auto agg = [](const Aggregate& a) {
-    return nlohmann::json{{"count", a.count},
-                          {"geomean", a.geomean},
-                          {"median", a.median},
-                          {"q1", a.q1},
-                          {"q3", a.q3}};
-  };
   nlohmann::json series = nlohmann::json::array();
   for (const auto& s : m.series) {
     nlohmann::json by = nlohmann::json::object();
-    for (const auto& [g, a] : s.eff_by) by[g] = agg(a);
+    for (const auto& [g, a] : s.eff_by) by[g] = to_json(a);
     series.push_back({{"name", s.name},
                       {"file", m.inputs[s.file].label},
                       {"backend", s.backend},
@@ -97,14 +90,14 @@ nlohmann::json report_summary_json(const ReportModel& m) {
                       {"projected", s.projected},
                       {"status_counts", s.status_counts},
                       {"points", s.ok.size()},
-                      {"efficiency", agg(s.efficiency)},
+                      {"efficiency", to_json(s.efficiency)},
                       {"efficiency_by", by}});
   }
   nlohmann::json pairs = nlohmann::json::array();
   for (const auto& p : m.pairs)
     pairs.push_back({{"a", m.series[p.a].name},
                      {"b", m.series[p.b].name},
-                     {"speed_a_over_b", agg(p.ratio)},
+                     {"speed_a_over_b", to_json(p.ratio)},
                      {"wins_a", p.wins_a},
                      {"wins_b", p.wins_b},
                      {"ties", p.ties},
