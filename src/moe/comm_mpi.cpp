@@ -94,25 +94,6 @@ bool launched_by_mpirun() {
   return false;
 }
 
-void abort_job(int code) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(code);
-}
-
-std::string_view mode_name(Mode m) {
-  return m == Mode::normal ? "normal" : "low-latency";
-}
-std::string_view transport_name(Transport t) {
-  switch (t) {
-    case Transport::shm:
-      return "shm";
-    case Transport::rma:
-      return "rma";
-    default:
-      return "auto";
-  }
-}
 
 // ---------------------------------------------------------------- handles
 

@@ -1,8 +1,6 @@
 // Builds without MPI: routing, layouts and the expert MLP work; everything that would talk to
 // other ranks reports that this build has no MPI. (Files named *mpi* are left out then.)
 #ifndef ATTAIN_HAVE_MPI
-#include <cstdio>
-#include <cstdlib>
 
 #include "attain/moe.hpp"
 
@@ -27,17 +25,6 @@ MpiSession::MpiSession() {}
 MpiSession::~MpiSession() = default;
 bool launched_by_mpirun() {
   return false;
-}
-void abort_job(int code) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(code);
-}
-std::string_view mode_name(Mode m) {
-  return m == Mode::normal ? "normal" : "low-latency";
-}
-std::string_view transport_name(Transport t) {
-  return t == Transport::shm ? "shm" : t == Transport::rma ? "rma" : "auto";
 }
 
 struct ExpertComm::Impl {};
