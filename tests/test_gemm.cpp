@@ -486,6 +486,24 @@ TEST(Gemm, NanInfPropagate) {
       }
 }
 
+// C (m, n) = A (m, k) fp32 . W (n, k) fp8 e4m3 with its 128x128 block scales, 2 threads.
+Params fp8_weights(const float* a, const std::uint8_t* w, const float* w_scale, float* c,
+                   std::int64_t m, std::int64_t n, std::int64_t k, Isa isa, Path path) {
+  Params p;
+  p.a = a;
+  p.b = w;
+  p.c = c;
+  p.b_type = DType::fp8;
+  p.b_scale = w_scale;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.threads = 2;
+  p.schedule.isa = isa;
+  p.schedule.path = path;
+  return p;
+}
+
 // The fp8 conversions skip the NaN branch and scan for the NaN codes (0x7f, 0xff) once per
 // span instead: a code anywhere in a W row (span starts, ends, scale-block and k-tile edges,
 // the scalar K tail) turns exactly that output column into NaN, on both paths.
@@ -506,18 +524,7 @@ TEST(Gemm, Fp8NanCodesInWeights) {
             w[static_cast<std::size_t>(nan_col * k + pos)] = pos % 2 == 0 ? 0x7f : 0xff;
             std::vector<float> ws(static_cast<std::size_t>(2 * 5), 1.0f);
             std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
-            Params p;
-            p.a = a.data();
-            p.b = w.data();
-            p.c = c.data();
-            p.b_type = DType::fp8;
-            p.b_scale = ws.data();
-            p.m = m;
-            p.n = n;
-            p.k = k;
-            p.threads = 2;
-            p.schedule.isa = isa;
-            p.schedule.path = path;
+            Params p = fp8_weights(a.data(), w.data(), ws.data(), c.data(), m, n, k, isa, path);
             p.schedule.decode_k_tile = 256;
             gemm(p);
             for (std::int64_t i = 0; i < m; ++i)
@@ -556,19 +563,7 @@ TEST(Gemm, Fp8DecodeActivationMagnitudes) {
         if (f == 0.0f) a[1] = 1e30f;  // one huge value beside small ones
         if (f < 0.0f) a[3] = std::numeric_limits<float>::infinity();
         std::vector<float> c(static_cast<std::size_t>(m * n));
-        Params p;
-        p.a = a.data();
-        p.b = w.data();
-        p.c = c.data();
-        p.b_type = DType::fp8;
-        p.b_scale = ws.data();
-        p.m = m;
-        p.n = n;
-        p.k = k;
-        p.threads = 2;
-        p.schedule.isa = isa;
-        p.schedule.path = Path::decode;
-        gemm(p);
+        gemm(fp8_weights(a.data(), w.data(), ws.data(), c.data(), m, n, k, isa, Path::decode));
         for (std::int64_t i = 0; i < m; ++i)
           for (std::int64_t j = 0; j < n; ++j) {
             double ref = 0, mag = 0;
