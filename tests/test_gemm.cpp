@@ -89,6 +89,7 @@ struct Case {
   bool ints = false;
   std::int64_t pad = 0;  // extra leading-dimension padding on A, B and C
   int decode_k_tile = 0;
+  int split_k = 0;
 };
 
 std::string name(const Case& c) {
@@ -98,7 +99,8 @@ std::string name(const Case& c) {
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
          " path=" + std::string(path_name(c.path)) + " isa=" + std::string(isa_name(c.isa)) +
          " threads=" + std::to_string(c.threads) + " stages=" + std::to_string(c.stages) +
-         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta);
+         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
+         " split_k=" + std::to_string(c.split_k);
 }
 
 // Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
@@ -183,6 +185,7 @@ void run_case(const Case& c) {
   p.schedule.path = c.path;
   p.schedule.isa = c.isa;
   p.schedule.decode_k_tile = c.decode_k_tile;
+  p.schedule.split_k = c.split_k;
   gemm(p);
 
   double err2 = 0, ref2 = 0;
@@ -337,6 +340,36 @@ TEST(Gemm, DtypesAndOutputs) {
           run_case(c);
           c.ints = true;  // small integers are exact in every dtype
           c.m = 3;
+          run_case(c);
+        }
+}
+
+// Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial
+// sums, reduced with alpha / beta and rounded to C's dtype once. Slices that do not divide K,
+// fp8 scale blocks split across slices, 16-bit C, transposes and more slices than threads.
+TEST(Gemm, PackedSplitK) {
+  for (Isa isa : isas())
+    for (int split : {2, 3, 5})
+      for (DType t : {DType::f32, DType::bf16, DType::fp8})
+        for (DType ct : {DType::f32, DType::bf16}) {
+          Case c{};
+          c.isa = isa;
+          c.path = Path::packed;
+          c.split_k = split;
+          c.at = c.bt = t;
+          c.ct = ct;
+          c.m = 37;
+          c.n = 45;
+          c.k = 700;
+          c.alpha = 0.5f;
+          c.beta = -1.5f;
+          c.threads = 2;
+          run_case(c);
+          c.ints = true;  // exact: the slices' sums add up to the same integers
+          c.alpha = 1.0f;
+          c.beta = 0.0f;
+          c.ta = Trans::T;
+          c.tb = Trans::N;
           run_case(c);
         }
 }

@@ -107,13 +107,26 @@ TEST(Tune, SplitKAndFusedItemsAreExact) {
     s.split_k = split;
     check_schedule(set, c, s);
   }
-  gemm::Schedule bad;
-  bad.split_k = 2;
-  bad.path = gemm::Path::packed;
+  for (int split : {2, 3}) {  // the packed path splits K too
+    TensorSet set(Op::parse("gemm:m=30,n=10,k=1000,dtype=fp32"));
+    fill_inputs(set, 9);
+    RunOptions opt;
+    opt.threads = 2;
+    gemm::Call c = backends::gemm_call(set, opt);
+    gemm::Schedule s;
+    s.split_k = split;
+    s.path = gemm::Path::packed;
+    check_schedule(set, c, s);
+  }
   TensorSet set(Op::parse("gemm:m=3,n=10,k=1000,dtype=fp32"));
   fill_inputs(set, 9);
   gemm::Call c = backends::gemm_call(set, RunOptions{});
-  c.p.schedule = bad;
+  c.p.threads = 2;
+  c.p.schedule = {};
+  c.p.schedule.path = gemm::Path::packed;
+  c.p.schedule.split_k = 3;  // 1 x 1 grid x 3 slices: neither fills the 2 threads exactly
+  c.p.schedule.threads_m = 1;
+  c.p.schedule.threads_n = 1;
   EXPECT_THROW(gemm::run(c), std::invalid_argument);
   c.p.schedule = {};
   c.p.schedule.threads = 4;  // more than Params::threads

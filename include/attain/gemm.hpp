@@ -36,13 +36,15 @@ struct Schedule {
   // Threads of the parallel region (0 = Params::threads; at most Params::threads).
   int threads = 0;
   // Work blocks of C: a grid threads_m x threads_n (0 = heuristic). Outside fused items it is
-  // the thread grid (threads_m * threads_n == threads); with fuse_items it is the blocks each
-  // item is cut into, all items' blocks shared by the region's threads.
+  // the thread grid (threads_m * threads_n == threads, or with packed split-K
+  // threads_m * threads_n * split_k == threads); with fuse_items it is the blocks each item is
+  // cut into, all items' blocks shared by the region's threads.
   int threads_m = 0, threads_n = 0;
-  // The decode path: K elements per pipeline tile (0 = default) and split-K: K cut into
-  // split_k slices (multiples of 128) computed as separate blocks and summed at the end
-  // (0 = 1 = none).
+  // The decode path: K elements per pipeline tile (0 = default).
   int decode_k_tile = 0;
+  // Split-K, both paths: K cut into split_k slices (multiples of 128) computed as separate
+  // blocks into fp32 partial sums, added at the end (0 = heuristic on the packed path, none on
+  // the decode path unless the auto-scheduler chooses it; 1 = none).
   int split_k = 0;
   int stages = 0;  // tile pipeline depth / prefetch distance (0 = Params::stages)
   // Batched and grouped calls: every item's blocks in ONE parallel region (true), or one

@@ -146,25 +146,31 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
   }
   const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.mr);
   const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.nr);
-  for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
-    for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
-      const std::int64_t mb = std::min(mchunk, p.m - m0), nb = std::min(nchunk, p.n - n0);
-      const double comp =
-          2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * p.k) / (peak * kPackedEff);
-      // A is packed once per NC column block, B once; a small KC re-reads C more often.
-      const double a_packs = d(ceil_div(nb, s.nc));
-      const double pack = (d(mb * p.k) * a_packs + d(nb * p.k)) * kPackS;
-      const double c_passes = d(ceil_div(p.k, s.kc));
-      // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
-      const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
-      const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
-      BlockWork w;
-      w.bytes = d(mb * p.k) * asz * a_packs + d(nb * p.k) * bsz +
-                d(mb * nb) * csz * std::min(c_passes, 4.0);
-      w.compute_s = comp * l2 * kc_eff + pack;
-      w.fixed_s = kBlockS * 4;
-      out.push_back(w);
-    }
+  // Split-K: each block one K slice, the slices' fp32 partials summed by the caller.
+  const std::int64_t kl = s.split_k > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
+  const std::int64_t slices = ceil_div(p.k, kl);
+  if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
+  for (std::int64_t k0 = 0; k0 < p.k; k0 += kl)
+    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
+      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
+        const std::int64_t mb = std::min(mchunk, p.m - m0), nb = std::min(nchunk, p.n - n0);
+        const std::int64_t kb = std::min(kl, p.k - k0);
+        const double comp =
+            2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * kb) / (peak * kPackedEff);
+        // A is packed once per NC column block, B once; a small KC re-reads C more often.
+        const double a_packs = d(ceil_div(nb, s.nc));
+        const double pack = (d(mb * kb) * a_packs + d(nb * kb)) * kPackS;
+        const double c_passes = d(ceil_div(kb, s.kc));
+        // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
+        const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
+        const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
+        BlockWork w;
+        w.bytes = d(mb * kb) * asz * a_packs + d(nb * kb) * bsz +
+                  d(mb * nb) * csz * std::min(c_passes, 4.0);
+        w.compute_s = comp * l2 * kc_eff + pack;
+        w.fixed_s = kBlockS * 4;
+        out.push_back(w);
+      }
 }
 
 // The blocks' times when `active` threads stream at once.
@@ -356,6 +362,17 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
             add(s);
           }
       }
+      // The packed path with K split over the threads (small C, long K).
+      if (!fuse && t > 1 && c.p.m * c.p.n <= 64 * 1024 && c.p.k >= 256 * t)
+        for (int kc : {256, 512}) {
+          Schedule s;
+          s.threads = t;
+          s.path = Path::packed;
+          s.threads_m = s.threads_n = 1;
+          s.split_k = t;
+          s.kc = kc;
+          add(s);
+        }
     }
   }
   return out;

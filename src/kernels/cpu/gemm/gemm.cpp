@@ -224,15 +224,21 @@ void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_
 }
 
 // ---- the packed path ----
+// C[m0:m1, n0:n1] over K slice `slice` (-1: all of K; else its fp32 partial sums go to
+// pr.partial, reduced by finish_split()).
 void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                  std::int64_t n1) {
+                  std::int64_t n1, int slice) {
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int MR = f.mr, NR = f.nr;
-  const std::int64_t K = p.k, KC = pr.s.kc, MC = pr.s.mc;
+  const std::int64_t k0 = slice < 0 ? 0 : slice * pr.kslice;
+  const std::int64_t K = (slice < 0 ? p.k : std::min(p.k, k0 + pr.kslice)) - k0;
+  const std::int64_t KC = pr.s.kc, MC = pr.s.mc;
   const std::int64_t NC = pr.s.nc;
   const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
-  const bool c_f32 = p.c_type == DType::f32;
+  const bool partial = slice >= 0;
+  // fp32 C (or a partial sum) is accumulated in place; 16-bit C goes through an fp32 tile.
+  const bool c_f32 = p.c_type == DType::f32 || partial;
   Workspace& ws = workspace();
   float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
   float* tmp = ws.tmp.get(std::max(MR, NR) * KC);
@@ -248,25 +254,27 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
     for (std::int64_t p0 = 0; p0 < K; p0 += KC) {
       const std::int64_t kc = std::min(KC, K - p0);
       for (std::int64_t jr = 0; jr < nc; jr += NR)
-        pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), p0, kc,
-                     bpack + p0 * ncp + jr * kc, tmp);
+        pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), k0 + p0,
+                     kc, bpack + p0 * ncp + jr * kc, tmp);
     }
     for (std::int64_t ic = m0; ic < m1; ic += MC) {
       const std::int64_t mc = std::min(MC, m1 - ic);
       auto load = [&](std::int64_t t, int slot) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         for (std::int64_t ir = 0; ir < mc; ir += MR)
-          pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), p0, kc,
-                       apack[slot] + ir * kc, tmp);
+          pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k0 + p0,
+                       kc, apack[slot] + ir * kc, tmp);
       };
       auto compute = [&](std::int64_t t, int slot) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         const bool first = t == 0;
         // fp32 C: accumulate in place (beta on the first block). 16-bit C: fp32 tile.
-        const float* alpha = c_f32 ? &p.alpha : &one;
-        const float* beta = first ? (c_f32 ? &p.beta : &zero) : &one;
-        float* cbase = c_f32 ? static_cast<float*>(p.c) + ic * pr.ldc + jc : ctile;
-        const std::int64_t ldc = c_f32 ? pr.ldc : ncp;
+        const float* alpha = c_f32 && !partial ? &p.alpha : &one;
+        const float* beta = first ? (c_f32 && !partial ? &p.beta : &zero) : &one;
+        float* cbase = partial ? pr.partial + (slice * p.m + ic) * p.n + jc
+                       : c_f32 ? static_cast<float*>(p.c) + ic * pr.ldc + jc
+                               : ctile;
+        const std::int64_t ldc = partial ? p.n : c_f32 ? pr.ldc : ncp;
         const float* ap = apack[slot];
         const float* bp = bpack + p0 * ncp;
         for (std::int64_t jr = 0; jr < nc; jr += NR) {
@@ -370,11 +378,11 @@ void check(const Params& p, bool fused) {
   if (s.threads > p.threads) fail("schedule threads > Params::threads");
   if (s.stages > tile::kMaxStages) fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
   const int region = s.threads != 0 ? s.threads : p.threads;
-  if (!fused && s.threads_m * s.threads_n != 0 && s.threads_m * s.threads_n != region)
-    fail("threads_m * threads_n must equal threads");
+  const int grid = s.threads_m * s.threads_n;
+  if (!fused && grid != 0 && grid != region && grid * std::max(s.split_k, 1) != region)
+    fail("threads_m * threads_n (times split_k) must equal threads");
   if ((s.threads_m == 0) != (s.threads_n == 0)) fail("threads_m and threads_n: set both or none");
   if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
-  if (s.split_k > 1 && s.path == Path::packed) fail("split_k needs the decode path");
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
@@ -394,21 +402,32 @@ void check(const Params& p, bool fused) {
 
 // Thread grid: the (tm, tn) with tm * tn = threads that minimises the busiest thread's work,
 // counting padded micro-tiles (compute) and the elements it packs (A once per NC block,
-// B once), a packed element weighted like 8 flops.
-void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int threads,
+// B once), a packed element weighted like 8 flops. With `split` (the caller left split_k to
+// the engine) it also weighs tm * tn * slices = threads: each thread packs and multiplies a K
+// slice, at the cost of the caller summing the slices' fp32 partials (weighted like packing).
+// Only small C qualifies (its partials stay in L2): there, each grid packs one operand twice
+// while slices pack nothing twice (128x128x2048 fp32, 2 threads, warm: 226 us against 233-245).
+void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int threads, bool split,
                  Schedule& s) {
   double best = std::numeric_limits<double>::max();
-  for (int tm = 1; tm <= threads; ++tm) {
-    if (threads % tm != 0) continue;
-    const int tn = threads / tm;
-    const std::int64_t mt = ceil_div(p.m, tm), nt = round_up(ceil_div(p.n, tn), f.nr);
-    const double compute = 2.0 * static_cast<double>(round_up(mt, f.mr) * nt * p.k);
-    const double pack = static_cast<double>(mt * p.k * ceil_div(nt, nc) + nt * p.k);
-    const double cost = compute + 8.0 * pack;
-    if (cost < best) {
-      best = cost;
-      s.threads_m = tm;
-      s.threads_n = tn;
+  const bool small_c = p.m * p.n <= 64 * 1024;
+  for (int sp = 1; sp <= (split && small_c ? threads : 1); ++sp) {
+    if (threads % sp != 0 || (sp > 1 && p.k < 256 * sp)) continue;
+    const std::int64_t kt = ceil_div(p.k, sp);
+    for (int tm = 1; tm <= threads / sp; ++tm) {
+      if ((threads / sp) % tm != 0) continue;
+      const int tn = threads / sp / tm;
+      const std::int64_t mt = ceil_div(p.m, tm), nt = round_up(ceil_div(p.n, tn), f.nr);
+      const double compute = 2.0 * static_cast<double>(round_up(mt, f.mr) * nt * kt);
+      const double pack = static_cast<double>(mt * kt * ceil_div(nt, nc) + nt * kt);
+      const double reduce = sp > 1 ? static_cast<double>(p.m * p.n * (sp + 1)) : 0.0;
+      const double cost = compute + 8.0 * (pack + reduce);
+      if (cost < best) {
+        best = cost;
+        s.threads_m = tm;
+        s.threads_n = tn;
+        s.split_k = sp;
+      }
     }
   }
 }
@@ -430,6 +449,7 @@ Schedule resolve_with(const Params& p, int blocks) {
   }
   if (s.threads == 0) s.threads = p.threads;
   if (s.stages == 0) s.stages = p.stages;
+  const bool auto_split = s.split_k == 0;
   if (s.split_k == 0) s.split_k = 1;
   if (s.mc == 0) s.mc = b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
@@ -455,7 +475,7 @@ Schedule resolve_with(const Params& p, int blocks) {
       s.threads_m = 1;
       s.threads_n = std::max(1, blocks);
     } else {
-      choose_grid(p, f, s.nc, std::max(1, blocks), s);
+      choose_grid(p, f, s.nc, std::max(1, blocks), auto_split, s);
     }
   }
   return s;
@@ -474,7 +494,7 @@ Problem make_problem(const Params& p, const Schedule& s) {
   pr.lda_s = p.lda_scale != 0 ? p.lda_scale : kb;
   pr.ldb_s = p.ldb_scale != 0 ? p.ldb_scale : kb;
   pr.e4m3 = e4m3_table();
-  if (s.path == Path::decode && s.split_k > 1) {
+  if (s.split_k > 1) {
     pr.kslice = round_up(ceil_div(p.k, s.split_k), kFp8Block);
     pr.slices = static_cast<int>(ceil_div(p.k, pr.kslice));
   }
@@ -524,15 +544,20 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
     for (int tn = 0; tn < s.threads_n; ++tn) {
       const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
       const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
-      if (m0 < m1 && n0 < n1)
-        out.push_back(
-            {&pr, m0, m1, n0, n1, -1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0) * p.k)});
+      if (m0 >= m1 || n0 >= n1) continue;
+      const double kk = static_cast<double>(pr.slices > 1 ? pr.kslice : p.k);
+      const double cost = 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk;
+      if (pr.slices > 1) {
+        for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
+      } else {
+        out.push_back({&pr, m0, m1, n0, n1, -1, cost});
+      }
     }
 }
 
 void run_block(const Block& b) {
   if (b.pr->s.path == Path::decode) return decode_block(*b.pr, b.n0, b.n1, b.slice);
-  packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
+  packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1, b.slice);
 }
 
 // A rough single-thread time (ns) of C[m, n] over k: the weight bytes at 20 GB/s plus the
@@ -627,10 +652,10 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         pr.a32 = buf;
         pr.lda32 = p.k;
       }
-      if (pr.slices > 1) {
-        pr.partial = part_buf;
-        part_buf += round_up(pr.slices * p.m * p.n, 16);
-      }
+    }
+    if (pr.slices > 1) {
+      pr.partial = part_buf;
+      part_buf += round_up(pr.slices * p.m * p.n, 16);
     }
     add_blocks(pr, bt.blocks);
   }
@@ -656,7 +681,11 @@ std::string describe(const Schedule& s) {
   std::string d =
       fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}", path_name(s.path),
                   f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n);
-  if (s.path != Path::packed) d += fmt::format(" k_tile={} split_k={}", s.decode_k_tile, s.split_k);
+  if (s.path != Path::packed) {
+    d += fmt::format(" k_tile={} split_k={}", s.decode_k_tile, s.split_k);
+  } else if (s.split_k > 1) {
+    d += fmt::format(" split_k={}", s.split_k);
+  }
   d += fmt::format(" stages={}{}", s.stages, s.fuse_items ? " fused-items" : "");
   return d;
 }
