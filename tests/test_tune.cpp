@@ -96,28 +96,23 @@ TEST(Tune, RunTogetherMatchesOneByOne) {
 }
 
 TEST(Tune, SplitKAndFusedItemsAreExact) {
-  // fp32 with integer inputs: every summation order gives the same bits.
-  for (int split : {2, 3, 8}) {
-    TensorSet set(Op::parse("gemm:m=3,n=10,k=1000,dtype=fp8"));
-    fill_inputs(set, 9);
-    RunOptions opt;
-    opt.threads = 2;
-    gemm::Call c = backends::gemm_call(set, opt);
-    gemm::Schedule s;
-    s.split_k = split;
-    check_schedule(set, c, s);
-  }
-  for (int split : {2, 3}) {  // the packed path splits K too
-    TensorSet set(Op::parse("gemm:m=30,n=10,k=1000,dtype=fp32"));
-    fill_inputs(set, 9);
-    RunOptions opt;
-    opt.threads = 2;
-    gemm::Call c = backends::gemm_call(set, opt);
-    gemm::Schedule s;
-    s.split_k = split;
-    s.path = gemm::Path::packed;
-    check_schedule(set, c, s);
-  }
+  // fp32 with integer inputs: every summation order gives the same bits. Split-K on the
+  // decode path (chosen by default for m=3) and on the packed path.
+  const std::pair<const char*, gemm::Path> forms[] = {
+      {"gemm:m=3,n=10,k=1000,dtype=fp8", gemm::Path::automatic},
+      {"gemm:m=30,n=10,k=1000,dtype=fp32", gemm::Path::packed}};
+  for (const auto& [spec, path] : forms)
+    for (int split : {2, 3, 8}) {
+      TensorSet set(Op::parse(spec));
+      fill_inputs(set, 9);
+      RunOptions opt;
+      opt.threads = 2;
+      gemm::Call c = backends::gemm_call(set, opt);
+      gemm::Schedule s;
+      s.split_k = split;
+      s.path = path;
+      check_schedule(set, c, s);
+    }
   TensorSet set(Op::parse("gemm:m=3,n=10,k=1000,dtype=fp32"));
   fill_inputs(set, 9);
   gemm::Call c = backends::gemm_call(set, RunOptions{});

@@ -119,16 +119,17 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
   const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
   const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
   const double csz = d(static_cast<std::int64_t>(dtype_size(p.c_type)));
+  // Split-K (both paths): blocks of one K slice of kl elements, the slices' fp32 partials
+  // summed by the caller.
+  const std::int64_t kl = s.split_k > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
+  const std::int64_t slices = ceil_div(p.k, kl);
+  if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
   if (s.path == Path::decode) {
     const std::int64_t chunk =
         round_up(ceil_div(p.n, std::max(1, s.threads_n)), gemm::detail::kDecodeRows);
-    const int slices =
-        s.split_k > 1 ? static_cast<int>(ceil_div(p.k, round_up(ceil_div(p.k, s.split_k), 128)))
-                      : 1;
-    const std::int64_t kl = slices > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
     for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
       const double nb = d(std::min(chunk, p.n - n0));
-      for (int sl = 0; sl < slices; ++sl) {
+      for (std::int64_t sl = 0; sl < slices; ++sl) {
         const double k = d(std::min(kl, p.k - sl * kl));
         BlockWork w;
         w.bytes = nb * k * bsz + d(p.m) * k * 4.0;
@@ -141,15 +142,10 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       }
     }
     if (p.a_type != DType::f32) serial += d(p.m * p.k) * kSerialS;
-    if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
     return;
   }
   const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.mr);
   const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.nr);
-  // Split-K: each block one K slice, the slices' fp32 partials summed by the caller.
-  const std::int64_t kl = s.split_k > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
-  const std::int64_t slices = ceil_div(p.k, kl);
-  if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
   for (std::int64_t k0 = 0; k0 < p.k; k0 += kl)
     for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
       for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {

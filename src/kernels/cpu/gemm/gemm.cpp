@@ -236,15 +236,17 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const std::int64_t KC = pr.s.kc, MC = pr.s.mc;
   const std::int64_t NC = pr.s.nc;
   const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
+  // Where the sums go: a slice's fp32 partials (alpha and beta come with the reduction), fp32 C
+  // in place (alpha, and beta on the first K block), or an fp32 tile rounded into 16-bit C.
   const bool partial = slice >= 0;
-  // fp32 C (or a partial sum) is accumulated in place; 16-bit C goes through an fp32 tile.
-  const bool c_f32 = p.c_type == DType::f32 || partial;
+  const bool into_c = !partial && p.c_type == DType::f32;
+  const bool via_tile = !partial && !into_c;
   Workspace& ws = workspace();
   float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
   float* tmp = ws.tmp.get(std::max(MR, NR) * KC);
   float* apack[tile::kMaxStages];
   for (int s = 0; s < stages; ++s) apack[s] = ws.a_pack[s].get(round_up(MC, MR) * KC);
-  float* ctile = c_f32 ? nullptr : ws.c_tile.get(MC * round_up(NC, NR));
+  float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
   alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
   const float one = 1.0f, zero = 0.0f;
 
@@ -268,13 +270,12 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       auto compute = [&](std::int64_t t, int slot) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         const bool first = t == 0;
-        // fp32 C: accumulate in place (beta on the first block). 16-bit C: fp32 tile.
-        const float* alpha = c_f32 && !partial ? &p.alpha : &one;
-        const float* beta = first ? (c_f32 && !partial ? &p.beta : &zero) : &one;
-        float* cbase = partial ? pr.partial + (slice * p.m + ic) * p.n + jc
-                       : c_f32 ? static_cast<float*>(p.c) + ic * pr.ldc + jc
-                               : ctile;
-        const std::int64_t ldc = partial ? p.n : c_f32 ? pr.ldc : ncp;
+        const float* alpha = into_c ? &p.alpha : &one;
+        const float* beta = first ? (into_c ? &p.beta : &zero) : &one;
+        float* cbase = partial  ? pr.partial + (slice * p.m + ic) * p.n + jc
+                       : into_c ? static_cast<float*>(p.c) + ic * pr.ldc + jc
+                                : ctile;
+        const std::int64_t ldc = partial ? p.n : into_c ? pr.ldc : ncp;
         const float* ap = apack[slot];
         const float* bp = bpack + p0 * ncp;
         for (std::int64_t jr = 0; jr < nc; jr += NR) {
@@ -300,7 +301,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         }
       };
       tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
-      if (!c_f32) write_back(pr, ic, jc, mc, nc, ctile, ncp);
+      if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
     }
   }
 }
@@ -524,17 +525,17 @@ struct Block {
 void add_blocks(const Problem& pr, std::vector<Block>& out) {
   const Params& p = *pr.p;
   const Schedule& s = pr.s;
+  // K per block, and a tile of C as one block, or one per split-K slice.
+  const double kk = static_cast<double>(pr.slices > 1 ? pr.kslice : p.k);
+  auto emit = [&](std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, double cost) {
+    if (pr.slices <= 1) return out.push_back({&pr, m0, m1, n0, n1, -1, cost});
+    for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
+  };
   if (s.path == Path::decode) {
     const std::int64_t chunk = round_up(ceil_div(p.n, s.threads_n), detail::kDecodeRows);
     for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
       const std::int64_t n1 = std::min(p.n, n0 + chunk);
-      const double kk = static_cast<double>(pr.slices > 1 ? pr.kslice : p.k);
-      const double cost = static_cast<double>(n1 - n0) * kk * (4.0 + static_cast<double>(p.m));
-      if (pr.slices > 1) {
-        for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, 0, p.m, n0, n1, sl, cost});
-      } else {
-        out.push_back({&pr, 0, p.m, n0, n1, -1, cost});
-      }
+      emit(0, p.m, n0, n1, static_cast<double>(n1 - n0) * kk * (4.0 + static_cast<double>(p.m)));
     }
     return;
   }
@@ -544,14 +545,8 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
     for (int tn = 0; tn < s.threads_n; ++tn) {
       const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
       const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
-      if (m0 >= m1 || n0 >= n1) continue;
-      const double kk = static_cast<double>(pr.slices > 1 ? pr.kslice : p.k);
-      const double cost = 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk;
-      if (pr.slices > 1) {
-        for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
-      } else {
-        out.push_back({&pr, m0, m1, n0, n1, -1, cost});
-      }
+      if (m0 < m1 && n0 < n1)
+        emit(m0, m1, n0, n1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk);
     }
 }
 
