@@ -60,13 +60,10 @@ struct Avx2Load : Avx2 {
   }
   // The same with the NaN codes as NaN.
   static V fp8(const void* p) {
-    __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
     const __m256i mag = _mm256_set1_epi32(0x7f);
     const __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(v, mag), mag);
-    v = _mm256_slli_epi32(v, 20);
-    v = _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0x87f00000u)));
-    const V x = _mm256_mul_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(0x1p120f));
-    return _mm256_or_ps(x, _mm256_castsi256_ps(nan));
+    return _mm256_or_ps(fp8_finite(p), _mm256_castsi256_ps(nan));
   }
   // NaN-code scan (see Avx512Load): byte-wise maximum of the magnitudes seen.
   using NanAcc = __m256i;
