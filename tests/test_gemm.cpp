@@ -344,6 +344,36 @@ TEST(Gemm, DtypesAndOutputs) {
         }
 }
 
+// The decode path cuts K into equal tiles of at most k_tile (K 1553 with k_tile 1024: 896 +
+// 657 - a last tile shorter by the vector tail), and the default makes a W row of up to 8 KiB
+// one tile: every dtype and row count (register blocks, the fp8 convert-once tile) against the
+// reference, with 1, 2 and 3 tiles and K tails.
+TEST(Gemm, DecodeKTilesBalanced) {
+  for (Isa isa : isas())
+    for (DType t : {DType::f32, DType::bf16, DType::fp8})
+      for (std::int64_t m : {1, 4, 9})
+        for (std::int64_t k : {1000, 1553, 2100})
+          for (int k_tile : {0, 384, 1024}) {
+            Case c{};
+            c.isa = isa;
+            c.path = Path::decode;
+            c.at = DType::f32;
+            c.bt = t;
+            c.m = m;
+            c.n = 11;
+            c.k = k;
+            c.decode_k_tile = k_tile;
+            run_case(c);
+          }
+  Params p;
+  p.m = 8, p.n = 64, p.k = 1536, p.b_type = DType::f32;
+  EXPECT_EQ(resolve(p).decode_k_tile, 1536);  // 6 KiB rows: one tile
+  p.k = 4096;
+  EXPECT_EQ(resolve(p).decode_k_tile, 1024);  // 16 KiB rows: 4 KiB tiles
+  p.b_type = DType::bf16;
+  EXPECT_EQ(resolve(p).decode_k_tile, 4096);  // 8 KiB rows: one tile
+}
+
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial
 // sums, reduced with alpha / beta and rounded to C's dtype once. Slices that do not divide K,
 // fp8 scale blocks split across slices, 16-bit C, transposes and more slices than threads.
