@@ -133,6 +133,53 @@ TEST(MlaDecode, SimdMicroKernelsMatchScalar) {
   }
 }
 
+// The bf16 products (AVX512-BF16) against an fp64 computation on the same bf16 values: scores
+// exactly as stored (q unscaled, scale on the scores), the probabilities rounded to bf16 once,
+// an odd token count (the pad token of the last pair), a half query panel and edge row tiles.
+TEST(MlaDecode, Bf16ProductsMatchFp64) {
+  const mla::Ukernels* a = mla::avx512bf16_ukernels();
+  if (a == nullptr) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  ASSERT_NE(a->qk16, nullptr);
+  std::mt19937 g(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int nt : {64, 37, 1}) {
+    const int mpad = 48, rows = 19;
+    const float scale = 0.0417f;
+    std::vector<std::uint16_t> kb(64 * 576), q(mpad * 576);
+    for (auto& x : kb) x = f32_to_bf16(u(g));
+    for (auto& x : q) x = f32_to_bf16(u(g));
+    std::vector<std::uint32_t> q2(288 * mpad);
+    for (int m = 0; m < mpad; ++m)
+      for (int k2 = 0; k2 < 288; ++k2) std::memcpy(&q2[k2 * mpad + m], &q[m * 576 + 2 * k2], 4);
+    std::vector<float> st(64 * mpad, NAN);
+    a->qk16(kb.data(), nt, q2.data(), mpad, scale, st.data(), kb.data(), 10);
+    for (int t = 0; t < nt; ++t)
+      for (int m = 0; m < mpad; ++m) {
+        double ref = 0;
+        for (int k = 0; k < 576; ++k)
+          ref += static_cast<double>(bf16_to_f32(kb[t * 576 + k])) * bf16_to_f32(q[m * 576 + k]);
+        EXPECT_NEAR(st[t * mpad + m], scale * ref, 2e-5) << "nt=" << nt << " t=" << t << " m=" << m;
+      }
+    // Probabilities in [0, 1] (what softmax leaves), then the pairs and the product with V.
+    for (int i = 0; i < nt * mpad; ++i) st[i] = 0.5f + 0.5f * u(g);
+    std::vector<std::uint32_t> p2(32 * mpad, 0xdeadbeef), v2(32 * 512, 0xdeadbeef);
+    a->pack16(st.data(), nt, mpad, kb.data(), p2.data(), v2.data());
+    std::vector<float> o(rows * 512), alpha(mpad);
+    for (auto& x : o) x = u(g);
+    for (auto& x : alpha) x = 0.5f + 0.25f * u(g);
+    const std::vector<float> o0 = o;
+    a->pv16(p2.data(), nt + nt % 2, mpad, v2.data(), rows, alpha.data(), o.data());
+    for (int m = 0; m < rows; ++m)
+      for (int d = 0; d < 512; ++d) {
+        double ref = static_cast<double>(o0[m * 512 + d]) * alpha[m];
+        for (int t = 0; t < nt; ++t)
+          ref += static_cast<double>(bf16_to_f32(f32_to_bf16(st[t * mpad + m]))) *
+                 bf16_to_f32(kb[t * 576 + d]);
+        EXPECT_NEAR(o[m * 512 + d], ref, 2e-5) << "nt=" << nt << " m=" << m << " d=" << d;
+      }
+  }
+}
+
 TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
   for (const mla::Ukernels* k :
        {&mla::scalar_ukernels(), mla::avx2_ukernels(), mla::avx512_ukernels()}) {
@@ -161,9 +208,10 @@ TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
 }
 
 TEST(MlaDecode, EveryIsaVerifies) {
-  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+  for (const char* isa : {"scalar", "avx2", "avx512", "avx512_bf16"}) {
     if (std::string(isa) == "avx2" && mla::avx2_ukernels() == nullptr) continue;
     if (std::string(isa) == "avx512" && mla::avx512_ukernels() == nullptr) continue;
+    if (std::string(isa) == "avx512_bf16" && mla::avx512bf16_ukernels() == nullptr) continue;
     for (const Case& c : cases()) {
       TensorSet set(make_op(c));
       fill_ragged(set, random_seqlens(c.b, c.s, 21 + c.h), 6);

@@ -66,7 +66,8 @@ inline int mla_max_partials(int threads) {
 }
 
 // Reusable state: thread pool and per-thread workspace for up to `max_rows` = s_q * h rows.
-// isa: "auto" (the fastest this CPU runs), "avx512", "avx2" or "scalar" (the portable fallback).
+// isa: "auto" (the fastest this CPU runs), "avx512_bf16" (bf16 caches multiplied as bf16),
+// "avx512", "avx2" or "scalar" (the portable fallback).
 class MlaDecoder {
  public:
   MlaDecoder(std::int64_t max_rows, int threads, std::string_view isa = "auto");
@@ -75,7 +76,7 @@ class MlaDecoder {
   MlaDecoder& operator=(const MlaDecoder&) = delete;
   void run(const MlaParams& p);  // throws InputError on bad params
   int threads() const;
-  std::string isa() const;  // which micro-kernels run: "avx512", "avx2" or "scalar"
+  std::string isa() const;  // which micro-kernels run: "avx512_bf16", "avx512", "avx2", "scalar"
 
  private:
   struct Impl;

@@ -144,6 +144,7 @@ namespace {
 
 struct Scratch {
   mla::FloatBuf kf, qt, st, o, mx, l, alpha;
+  mla::FloatBuf p2;  // bf16 products: probability pairs [32][mpad] (kf holds the value pairs)
   std::vector<std::int32_t> vis;
 };
 
@@ -171,6 +172,7 @@ struct MlaDecoder::Impl {
       s.mx = mla::alloc_floats(mp);
       s.l = mla::alloc_floats(mp);
       s.alpha = mla::alloc_floats(mp);
+      if (uk.pv16 != nullptr) s.p2 = mla::alloc_floats(kBlock / 2 * mp);
       s.vis.assign(mp, 0);
     }
     const auto parts = static_cast<std::size_t>(mla_max_partials(threads));
@@ -181,13 +183,16 @@ struct MlaDecoder::Impl {
   static const mla::Ukernels& pick(std::string_view isa) {
     if (isa == "auto") return mla::best_ukernels();
     if (isa == "scalar") return mla::scalar_ukernels();
-    if (isa == "avx2" || isa == "avx512") {
-      const mla::Ukernels* a = isa == "avx2" ? mla::avx2_ukernels() : mla::avx512_ukernels();
+    if (isa == "avx2" || isa == "avx512" || isa == "avx512_bf16") {
+      const mla::Ukernels* a = isa == "avx2"     ? mla::avx2_ukernels()
+                               : isa == "avx512" ? mla::avx512_ukernels()
+                                                 : mla::avx512bf16_ukernels();
       if (a == nullptr)
         throw InputError(fmt::format("mla_decode: this CPU (or build) cannot run {}", isa));
       return *a;
     }
-    throw InputError(fmt::format("mla_decode: unknown isa '{}' (auto, avx512, avx2, scalar)", isa));
+    throw InputError(
+        fmt::format("mla_decode: unknown isa '{}' (auto, avx512_bf16, avx512, avx2, scalar)", isa));
   }
   void split(const MlaParams& p, const MlaSplit& u, Scratch& sc) const;
   void combine(const MlaParams& p, const MlaSchedule& s, int tid) const;
@@ -203,10 +208,26 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
   const std::size_t qes = dtype_size(qdt), rb = mla::row_bytes(p.dtype);
   const auto* qbase =
       static_cast<const std::byte*>(p.q) + static_cast<std::size_t>(bi * M * kDk) * qes;
+  // A bf16 cache on a table with bf16 products: the cache rows and the queries are multiplied
+  // as stored (no conversion, no pre-scaling: the scale is applied to the scores).
+  const bool b16 = uk.qk16 != nullptr && p.dtype == DType::bf16;
+  // q2[k2][m] = the pair (q[m][2 k2], q[m][2 k2 + 1]) as one word (in qt's storage).
+  auto* q2 = reinterpret_cast<std::uint32_t*>(sc.qt.get());
+  if (b16) {
+    for (std::int64_t m = 0; m < mpad; ++m) {
+      std::uint32_t* dst = q2 + m;
+      if (m >= M) {
+        for (int k2 = 0; k2 < kDk / 2; ++k2) dst[k2 * mpad] = 0;
+        continue;
+      }
+      const std::byte* src = qbase + static_cast<std::size_t>(m * kDk) * qes;
+      for (int k2 = 0; k2 < kDk / 2; ++k2) std::memcpy(dst + k2 * mpad, src + 4 * k2, 4);
+    }
+  }
   // qt[k][m] = scale * q[m][k]; columns past M are 0 and masked (vis = 0). Transposed 16 rows
   // at a time through kf (free until the first block), so qt is written in contiguous runs.
   float* rows = sc.kf.get();
-  for (std::int64_t m0 = 0; m0 < mpad; m0 += 16) {
+  for (std::int64_t m0 = 0; m0 < (b16 ? 0 : mpad); m0 += 16) {
     const std::int64_t n = std::min<std::int64_t>(16, mpad - m0);
     for (std::int64_t r = 0; r < n; ++r) {
       if (m0 + r < M)
@@ -230,7 +251,7 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
     const std::byte* src =
         cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j]) * kBlock * rb;
     const float* kf = reinterpret_cast<const float*>(src);  // fp32 cache: used in place
-    if (p.dtype != DType::f32) {
+    if (p.dtype != DType::f32 && !b16) {
       mla::load_rows(uk, p.dtype, src, nt, sc.kf.get());
       kf = sc.kf.get();
     }
@@ -247,6 +268,16 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
       next =
           cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j + 1]) * kBlock * rb;
       next_lines = static_cast<int>(mla::ceil_div(nnt * static_cast<std::int64_t>(rb), 64));
+    }
+    if (b16) {
+      const auto* kb = reinterpret_cast<const std::uint16_t*>(src);
+      auto* p2 = reinterpret_cast<std::uint32_t*>(sc.p2.get());
+      auto* v2 = reinterpret_cast<std::uint32_t*>(sc.kf.get());
+      uk.qk16(kb, nt, q2, mp, p.softmax_scale, sc.st.get(), next, next_lines);
+      uk.softmax(sc.st.get(), nt, mp, sc.vis.data(), sc.mx.get(), sc.l.get(), sc.alpha.get());
+      uk.pack16(sc.st.get(), nt, mp, kb, p2, v2);
+      uk.pv16(p2, nt + nt % 2, mp, v2, static_cast<int>(M), sc.alpha.get(), sc.o.get());
+      continue;
     }
     uk.qk(kf, nt, sc.qt.get(), mp, sc.st.get(), next, next_lines);
     uk.softmax(sc.st.get(), nt, mp, sc.vis.data(), sc.mx.get(), sc.l.get(), sc.alpha.get());

@@ -110,10 +110,12 @@ const Ukernels& scalar_ukernels() {
 const Ukernels& best_ukernels() {
   static const Ukernels* best = [] {
     const char* env = std::getenv("ATTAIN_MLA_ISA");
-    const std::string_view cap = env != nullptr ? env : "avx512";
-    if (cap == "avx512")
+    const std::string_view cap = env != nullptr ? env : "avx512_bf16";
+    if (cap == "avx512_bf16")
+      if (const Ukernels* a = avx512bf16_ukernels()) return a;
+    if (cap == "avx512_bf16" || cap == "avx512")
       if (const Ukernels* a = avx512_ukernels()) return a;
-    if (cap == "avx512" || cap == "avx2")
+    if (cap == "avx512_bf16" || cap == "avx512" || cap == "avx2")
       if (const Ukernels* a = avx2_ukernels()) return a;
     return &scalar_ukernels();
   }();

@@ -40,6 +40,23 @@ struct Ukernels {
   float (*dot)(const float* a, const float* b, int n);     // n a multiple of 8
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a x
   float (*exp_sum)(float* x, int n, float shift);          // x := exp(x - shift), returns sum
+  // bf16 products (AVX512-BF16 tables only, else nullptr): the bf16 cache and queries are
+  // multiplied as stored, pairs of values per 32-bit word, with fp32 sums (vdpbf16ps), as
+  // FlashMLA multiplies bf16 on tensor cores; the probabilities are rounded to bf16 (RNE).
+  //   kb  [nt][576]        cache rows of one block, bf16, in place
+  //   q2  [288][mpad]      query pairs: word (k2, m) = q[m][2*k2], q[m][2*k2 + 1] (unscaled)
+  //   p2  [ntp/2][mpad]    probability pairs: word (t2, m) = P[2*t2][m], P[2*t2 + 1][m]
+  //   v2  [ntp/2][512]     value pairs: word (t2, d) = V[2*t2][d], V[2*t2 + 1][d]
+  // ntp = nt rounded up to even; the pad token's P and V are 0.
+  // qk16: st[t][m] = scale * sum_k kb[t][k] * q[m][k]   (t < nt, m < mpad)
+  void (*qk16)(const std::uint16_t* kb, int nt, const std::uint32_t* q2, int mpad, float scale,
+               float* st, const void* pf, int pf_lines) = nullptr;
+  // pack16: p2 and v2 of one block from st (after softmax) and kb.
+  void (*pack16)(const float* st, int nt, int mpad, const std::uint16_t* kb, std::uint32_t* p2,
+                 std::uint32_t* v2) = nullptr;
+  // pv16: o[m][d] = o[m][d] * alpha[m] + sum_t P[t][m] * V[t][d]   (m < rows, d < 512)
+  void (*pv16)(const std::uint32_t* p2, int ntp, int mpad, const std::uint32_t* v2, int rows,
+               const float* alpha, float* o) = nullptr;
 };
 
 const Ukernels& scalar_ukernels();
@@ -47,8 +64,11 @@ const Ukernels& scalar_ukernels();
 const Ukernels* avx2_ukernels();
 // nullptr when the CPU lacks AVX-512 F/BW/VL/DQ (or AVX2).
 const Ukernels* avx512_ukernels();
+// The AVX-512 table plus the bf16 products; nullptr without AVX512-BF16.
+const Ukernels* avx512bf16_ukernels();
 inline constexpr int kMaxMpadAlign = 16;
-// The fastest table this CPU runs; ATTAIN_MLA_ISA=scalar|avx2|avx512 caps the choice.
+// The fastest table this CPU runs; ATTAIN_MLA_ISA=scalar|avx2|avx512|avx512_bf16 caps the
+// choice.
 const Ukernels& best_ukernels();
 
 }  // namespace attain::mla

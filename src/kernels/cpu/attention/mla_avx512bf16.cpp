@@ -1,0 +1,235 @@
+// AVX512-BF16 products of the MLA decode kernel (compiled with -mavx512bf16; handed out only
+// when the CPU has it). A bf16 cache is multiplied as stored: vdpbf16ps takes 16 pairs of bf16
+// from each operand and adds both products of each pair to an fp32 lane, twice the values per
+// instruction of an fp32 FMA, and no conversion of the cache block at all.
+//
+// qk16: 8 tokens x 32 query rows; per pair of k, two loads of query pairs and eight broadcasts
+//       of a cache row's pair (one 32-bit word of the row as stored) feed 16 vdpbf16ps.
+// pv16: 8 query rows x 32 output columns; per pair of tokens, two loads of value pairs and
+//       eight broadcasts of probability pairs. The value pairs are interleaved from two cache
+//       rows once per block (pack16), so every query row of the request reuses them.
+#include "kernels/cpu/attention/mla_ukernels.hpp"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace attain::mla {
+
+namespace {
+
+constexpr int kDk2 = kDk / 2;  // 32-bit words (bf16 pairs) per cache row
+
+// Walks the next cache block one 64-byte line per call (into L2).
+struct Prefetch {
+  const char* p;
+  const char* end;
+  void next() {
+    if (p < end) {
+      _mm_prefetch(p, _MM_HINT_T1);
+      p += 64;
+    }
+  }
+};
+
+inline __m512bh as_bh(__m512i v) {
+  return reinterpret_cast<__m512bh>(v);
+}
+
+#define ATTAIN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+template <int MR, int NV>
+inline void qk16_tile(const std::uint32_t* k32, const std::uint32_t* q2, int mpad, float scale,
+                      float* st, Prefetch& pf) {
+#define ATTAIN_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+  ATTAIN_ROWS(ATTAIN_DECL)
+#undef ATTAIN_DECL
+  const std::uint32_t* q = q2;
+  for (int k2 = 0; k2 < kDk2; ++k2, q += mpad) {
+    pf.next();
+    const __m512bh b0 = as_bh(_mm512_loadu_si512(q));
+    const __m512bh b1 = NV > 1 ? as_bh(_mm512_loadu_si512(q + 16)) : b0;
+#define ATTAIN_DOT(r)                                                                  \
+  if constexpr (MR > r) {                                                              \
+    const __m512bh a = as_bh(_mm512_set1_epi32(static_cast<int>(k32[r * kDk2 + k2]))); \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, a, b0);                                        \
+    if constexpr (NV > 1) c##r##1 = _mm512_dpbf16_ps(c##r##1, a, b1);                  \
+  }
+    ATTAIN_ROWS(ATTAIN_DOT)
+#undef ATTAIN_DOT
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+#define ATTAIN_STORE(r)                                                                    \
+  if constexpr (MR > r) {                                                                  \
+    _mm512_storeu_ps(st + r * mpad, _mm512_mul_ps(c##r##0, s));                            \
+    if constexpr (NV > 1) _mm512_storeu_ps(st + r * mpad + 16, _mm512_mul_ps(c##r##1, s)); \
+  }
+  ATTAIN_ROWS(ATTAIN_STORE)
+#undef ATTAIN_STORE
+}
+
+template <int NV>
+void qk16_panel(const std::uint32_t* k32, int nt, const std::uint32_t* q2, int mpad, float scale,
+                float* st, Prefetch& pf) {
+  int t = 0;
+  for (; t + 8 <= nt; t += 8) qk16_tile<8, NV>(k32 + t * kDk2, q2, mpad, scale, st + t * mpad, pf);
+  const std::uint32_t* k = k32 + t * kDk2;
+  float* s = st + t * mpad;
+  switch (nt - t) {
+    case 7:
+      return qk16_tile<7, NV>(k, q2, mpad, scale, s, pf);
+    case 6:
+      return qk16_tile<6, NV>(k, q2, mpad, scale, s, pf);
+    case 5:
+      return qk16_tile<5, NV>(k, q2, mpad, scale, s, pf);
+    case 4:
+      return qk16_tile<4, NV>(k, q2, mpad, scale, s, pf);
+    case 3:
+      return qk16_tile<3, NV>(k, q2, mpad, scale, s, pf);
+    case 2:
+      return qk16_tile<2, NV>(k, q2, mpad, scale, s, pf);
+    case 1:
+      return qk16_tile<1, NV>(k, q2, mpad, scale, s, pf);
+    default:
+      return;
+  }
+}
+
+void qk16(const std::uint16_t* kb, int nt, const std::uint32_t* q2, int mpad, float scale,
+          float* st, const void* pf, int pf_lines) {
+  Prefetch ahead{static_cast<const char*>(pf),
+                 static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
+  // A cache row of 576 bf16 is 288 aligned 32-bit words (rows are 1152 bytes apart).
+  const auto* k32 = reinterpret_cast<const std::uint32_t*>(kb);
+  int m = 0;
+  for (; m + 32 <= mpad; m += 32) qk16_panel<2>(k32, nt, q2 + m, mpad, scale, st + m, ahead);
+  if (m < mpad) qk16_panel<1>(k32, nt, q2 + m, mpad, scale, st + m, ahead);
+}
+
+void pack16(const float* st, int nt, int mpad, const std::uint16_t* kb, std::uint32_t* p2,
+            std::uint32_t* v2) {
+  // (a_i, b_i) word pairs from 32 bf16 [a_0..a_15, b_0..b_15] (P) or from two rows (V).
+  const __m512i pair = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
+                                        8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                      39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  const __m512 zero = _mm512_setzero_ps();
+  for (int t = 0; t < nt; t += 2) {
+    const bool odd = t + 1 == nt;  // the pad token: P = 0, V = 0
+    const float* a = st + t * mpad;
+    const float* b = st + (t + 1) * mpad;
+    std::uint32_t* pd = p2 + (t / 2) * mpad;
+    for (int m = 0; m < mpad; m += 16) {
+      const __m512 x = _mm512_loadu_ps(a + m), y = odd ? zero : _mm512_loadu_ps(b + m);
+      const __m512i h = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(y, x));  // x low, y high
+      _mm512_storeu_si512(pd + m, _mm512_permutexvar_epi16(pair, h));
+    }
+    const std::uint16_t* r0 = kb + t * kDk;
+    const std::uint16_t* r1 = kb + (t + 1) * kDk;
+    std::uint32_t* vd = v2 + (t / 2) * kDv;
+    for (int d = 0; d < kDv; d += 32) {
+      const __m512i x = _mm512_loadu_si512(r0 + d);
+      const __m512i y = odd ? _mm512_setzero_si512() : _mm512_loadu_si512(r1 + d);
+      _mm512_storeu_si512(vd + d, _mm512_permutex2var_epi16(x, lo, y));
+      _mm512_storeu_si512(vd + d + 16, _mm512_permutex2var_epi16(x, hi, y));
+    }
+  }
+}
+
+template <int MR>
+inline void pv16_tile(const std::uint32_t* p, int nt2, int mpad, const std::uint32_t* v,
+                      const float* alpha, float* o) {
+#define ATTAIN_LOAD(r)                                                 \
+  __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps(); \
+  if constexpr (MR > r) {                                              \
+    const __m512 a = _mm512_set1_ps(alpha[r]);                         \
+    c##r##0 = _mm512_mul_ps(_mm512_loadu_ps(o + r * kDv), a);          \
+    c##r##1 = _mm512_mul_ps(_mm512_loadu_ps(o + r * kDv + 16), a);     \
+  }
+  ATTAIN_ROWS(ATTAIN_LOAD)
+#undef ATTAIN_LOAD
+  for (int t2 = 0; t2 < nt2; ++t2, v += kDv, p += mpad) {
+    const __m512bh v0 = as_bh(_mm512_loadu_si512(v)), v1 = as_bh(_mm512_loadu_si512(v + 16));
+#define ATTAIN_DOT(r)                                                    \
+  if constexpr (MR > r) {                                                \
+    const __m512bh a = as_bh(_mm512_set1_epi32(static_cast<int>(p[r]))); \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, a, v0);                          \
+    c##r##1 = _mm512_dpbf16_ps(c##r##1, a, v1);                          \
+  }
+    ATTAIN_ROWS(ATTAIN_DOT)
+#undef ATTAIN_DOT
+  }
+#define ATTAIN_STORE(r)                          \
+  if constexpr (MR > r) {                        \
+    _mm512_storeu_ps(o + r * kDv, c##r##0);      \
+    _mm512_storeu_ps(o + r * kDv + 16, c##r##1); \
+  }
+  ATTAIN_ROWS(ATTAIN_STORE)
+#undef ATTAIN_STORE
+}
+#undef ATTAIN_ROWS
+
+void pv16(const std::uint32_t* p2, int ntp, int mpad, const std::uint32_t* v2, int rows,
+          const float* alpha, float* o) {
+  const int nt2 = ntp / 2;
+  for (int d = 0; d < kDv; d += 32) {
+    int m = 0;
+    for (; m + 8 <= rows; m += 8)
+      pv16_tile<8>(p2 + m, nt2, mpad, v2 + d, alpha + m, o + m * kDv + d);
+    const std::uint32_t* p = p2 + m;
+    float* od = o + m * kDv + d;
+    switch (rows - m) {
+      case 7:
+        pv16_tile<7>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 6:
+        pv16_tile<6>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 5:
+        pv16_tile<5>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 4:
+        pv16_tile<4>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 3:
+        pv16_tile<3>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 2:
+        pv16_tile<2>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      case 1:
+        pv16_tile<1>(p, nt2, mpad, v2 + d, alpha + m, od);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+const Ukernels* avx512bf16_ukernels() {
+  static const Ukernels* table = []() -> const Ukernels* {
+    const Ukernels* a5 = avx512_ukernels();
+    if (a5 == nullptr || !__builtin_cpu_supports("avx512bf16")) return nullptr;
+    static Ukernels k = *a5;
+    k.isa = "avx512_bf16";
+    k.qk16 = qk16;
+    k.pack16 = pack16;
+    k.pv16 = pv16;
+    return &k;
+  }();
+  return table;
+}
+
+}  // namespace attain::mla
+
+#else
+namespace attain::mla {
+const Ukernels* avx512bf16_ukernels() {
+  return nullptr;
+}
+}  // namespace attain::mla
+#endif
