@@ -264,6 +264,20 @@ TEST(Roofline, HostCeilingsPerThreadCount) {
   EXPECT_DOUBLE_EQ(host_roofline(c4, 4).bw_gbps, 40);
 }
 
+// A CPU with a bf16 dot product: bf16 and fp8 (exact in bf16) are judged by its peak, fp32
+// and fp16 by the FMA peak; without one, every dtype by the FMA peak.
+TEST(Roofline, Bf16DotPeakForBf16AndFp8) {
+  HostCeilings c = two_core_host();
+  EXPECT_DOUBLE_EQ(host_roofline(c, 1).compute_peak(DType::fp8), 0.100);
+  c.bf16_gflops_1t = 190, c.bf16_gflops_all = 350;
+  const Roofline r = host_roofline(c, 2);
+  EXPECT_DOUBLE_EQ(r.compute_peak(DType::bf16), 0.350);
+  EXPECT_DOUBLE_EQ(r.compute_peak(DType::fp8), 0.350);
+  EXPECT_DOUBLE_EQ(r.compute_peak(DType::f32), 0.180);
+  EXPECT_DOUBLE_EQ(r.compute_peak(DType::f16), 0.180);
+  EXPECT_DOUBLE_EQ(r.attainable_tflops(Op::parse("gemm:m=2048,n=2048,k=2048,dtype=fp8")), 0.350);
+}
+
 TEST(Roofline, MemoryBoundAndComputeBoundByHand) {
   const Roofline r = host_roofline(two_core_host(), 1);  // 0.1 TFLOP/s, 10 GB/s
   // GEMV-like: 2*4096*4096 FLOPs over (4096 + 4096*4096 + 4096) fp32 values.

@@ -180,6 +180,42 @@ TEST(MlaDecode, Bf16ProductsMatchFp64) {
   }
 }
 
+// fp8 cache rows to bf16 for the bf16 products: every e4m3 code times each block's scale (small,
+// large enough for the two-multiply path, negative, tiny), rounded once to bf16 as dtype.hpp
+// does, except that results below fp32's normal range flush to zero (vcvtneps2bf16 reads
+// denormals as zero, as vdpbf16ps does); NaN codes give NaN; the rope values are copied.
+TEST(MlaDecode, Fp8RowsToBf16MatchDtypeHpp) {
+  const mla::Ukernels* a = mla::avx512bf16_ukernels();
+  if (a == nullptr) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  const float scales[2][4] = {{0.375f, 300.0f, -1e-3f, 3.0e35f}, {1e-37f, -2.5f, 1.0f, 0x1p7f}};
+  std::vector<std::byte> rows(2 * 656);
+  for (int r = 0; r < 2; ++r) {
+    std::byte* row = rows.data() + r * 656;
+    for (int i = 0; i < 512; ++i) row[i] = static_cast<std::byte>((i + 37 * r) % 256);
+    std::memcpy(row + 512, scales[r], sizeof scales[r]);
+    for (int i = 0; i < 64; ++i) {
+      const std::uint16_t h = f32_to_bf16(0.25f * static_cast<float>(i - 31 + r));
+      std::memcpy(row + 528 + 2 * i, &h, 2);
+    }
+  }
+  std::vector<std::uint16_t> out(2 * 576);
+  a->fp8_to_bf16(rows.data(), 2, out.data());
+  for (int r = 0; r < 2; ++r) {
+    const std::byte* row = rows.data() + r * 656;
+    for (int i = 0; i < 512; ++i) {
+      float ref = e4m3_to_f32(static_cast<std::uint8_t>(row[i])) * scales[r][i / 128];
+      if (std::fpclassify(ref) == FP_SUBNORMAL) ref = std::copysign(0.0f, ref);
+      const std::uint16_t got = out[r * 576 + i];
+      if (std::isnan(ref))
+        EXPECT_TRUE(std::isnan(bf16_to_f32(got))) << r << " " << i;
+      else
+        EXPECT_EQ(got, f32_to_bf16(ref))
+            << r << " " << i << ": " << bf16_to_f32(got) << " vs " << ref;
+    }
+    EXPECT_EQ(std::memcmp(out.data() + r * 576 + 512, row + 528, 128), 0) << r;
+  }
+}
+
 TEST(MlaDecode, VectorConversionsMatchDtypeHpp) {
   for (const mla::Ukernels* k :
        {&mla::scalar_ukernels(), mla::avx2_ukernels(), mla::avx512_ukernels()}) {

@@ -12,38 +12,38 @@
 namespace attain {
 
 struct DeviceSpec {
-  std::string id, name, vendor, kind;          // kind: "gpu", "npu", "cpu"
-  std::map<std::string, double> peak_tflops;   // dense, by dtype name: bf16, fp8, fp4, fp32
-  double mem_bandwidth_gbps = 0;               // HBM / DRAM
+  std::string id, name, vendor, kind;         // kind: "gpu", "npu", "cpu"
+  std::map<std::string, double> peak_tflops;  // dense, by dtype name: bf16, fp8, fp4, fp32
+  double mem_bandwidth_gbps = 0;              // HBM / DRAM
   double mem_capacity_gb = 0;
-  double interconnect_gbps = 0;                // per chip, one direction, scale-up link
-  std::string interconnect;                    // e.g. "NVLink 4"
+  double interconnect_gbps = 0;  // per chip, one direction, scale-up link
+  std::string interconnect;      // e.g. "NVLink 4"
   double tdp_w = 0;
-  std::map<std::string, std::string> sources; // field -> where the number comes from
+  std::map<std::string, std::string> sources;  // field -> where the number comes from
   double peak(DType dt) const;                 // 0 if the device does not list it
 };
 
-std::vector<DeviceSpec> load_devices();              // every file in data/devices
-DeviceSpec load_device(std::string_view id);         // throws InputError (lists known ids)
+std::vector<DeviceSpec> load_devices();       // every file in data/devices
+DeviceSpec load_device(std::string_view id);  // throws InputError (lists known ids)
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin);
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false, avx512_bf16 = false,
-       amx = false;
+  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false,
+       avx512_bf16 = false, amx = false;
 };
 
 struct HostCeilings {
   std::string cpu_model;
-  int cores = 1;            // logical CPUs available to this process
+  int cores = 1;  // logical CPUs available to this process
   CpuFeatures isa;
   std::int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
-  double fma_gflops_1t = 0, fma_gflops_all = 0;  // fp32 FMA peak
+  double fma_gflops_1t = 0, fma_gflops_all = 0;    // fp32 FMA peak
   double bf16_gflops_1t = 0, bf16_gflops_all = 0;  // native bf16 dot peak (AVX512_BF16); 0: none
-  double read_gbps_1t = 0, read_gbps_all = 0;    // streaming read
-  double copy_gbps_1t = 0, copy_gbps_all = 0;    // read + write counted
-  std::string fma_isa;                           // the FMA loop measured: avx512f, avx2, sse2
-  std::int64_t bw_array_bytes = 0;               // array size of the bandwidth runs
-  std::string measured_at;                       // ISO date
+  double read_gbps_1t = 0, read_gbps_all = 0;      // streaming read
+  double copy_gbps_1t = 0, copy_gbps_all = 0;      // read + write counted
+  std::string fma_isa;                             // the FMA loop measured: avx512f, avx2, sse2
+  std::int64_t bw_array_bytes = 0;                 // array size of the bandwidth runs
+  std::string measured_at;                         // ISO date
 };
 
 CpuFeatures detect_cpu_features();
@@ -54,14 +54,17 @@ HostCeilings probe_host(bool refresh = false, bool progress = false);
 
 // The roofline an op is judged against.
 struct Roofline {
-  double peak_tflops = 0;  // compute ceiling (fp32 FMA on a CPU; the dtype's peak on a device)
+  double peak_tflops = 0;       // compute ceiling (fp32 FMA on a CPU; the dtype's peak on a device)
   double bf16_peak_tflops = 0;  // where bf16 has a ceiling of its own (AVX512_BF16); 0: peak_tflops
-  double bw_gbps = 0;      // memory ceiling
-  std::string source;      // "probe (2 threads)", "device h200 datasheet", ...
+  double bw_gbps = 0;           // memory ceiling
+  std::string source;           // "probe (2 threads)", "device h200 datasheet", ...
   double attainable_tflops(const Op& op) const;
+  // The compute ceiling for operands stored as dt: the bf16 dot peak for bf16 and for fp8
+  // (e4m3 values are exact in bf16, so fp8 can be multiplied as bf16), else peak_tflops.
+  double compute_peak(DType dt) const;
 };
-// Host roofline for `threads` threads: compute in fp32 FMA, bf16 at the native bf16 dot peak
-// where the CPU has one (fp16/fp8 have no native product on x86 CPUs: fp32 FMA),
+// Host roofline for `threads` threads: compute in fp32 FMA, bf16 and fp8 at the native bf16
+// dot peak where the CPU has one (fp16 has no native product on x86 CPUs: fp32 FMA),
 // bandwidth = streaming read, interpolated between 1 and all threads.
 Roofline host_roofline(const HostCeilings& c, int threads);
 Roofline device_roofline(const DeviceSpec& d, DType dt);

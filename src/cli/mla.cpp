@@ -141,12 +141,9 @@ int run(const Args& a) {
   const HostCeilings hc = probe_host(false, !a.json);
   std::optional<Roofline> roof = host_roofline(hc, a.threads);
   if (roof->peak_tflops <= 0 || roof->bw_gbps <= 0) roof.reset();  // probe failed: no efficiency
-  // The compute ceiling the harness judges this op's dtype by (bf16: the native bf16 dot
-  // peak where the CPU has one), so `attain mla` and `attain bench` agree.
-  const double peak = !roof ? 0
-                      : op.dtype == DType::bf16 && roof->bf16_peak_tflops > 0
-                          ? roof->bf16_peak_tflops
-                          : roof->peak_tflops;
+  // The compute ceiling the harness judges this op's dtype by, so `attain mla` and
+  // `attain bench` agree.
+  const double peak = !roof ? 0 : roof->compute_peak(op.dtype);
   tc.llc_bytes = timing_llc_bytes(hc);
 
   double flops = 0, bytes = 0;

@@ -11,8 +11,12 @@ double Roofline::attainable_tflops(const Op& op) const {
   const double bytes = op.bytes();
   const double mem_bound =
       bytes > 0 ? op.flops() / bytes * bw_gbps / 1e3 : peak_tflops;  // GB/s * FLOP/B
-  const double peak = op.dtype == DType::bf16 && bf16_peak_tflops > 0 ? bf16_peak_tflops : peak_tflops;
-  return std::min(peak, mem_bound);
+  return std::min(compute_peak(op.dtype), mem_bound);
+}
+
+double Roofline::compute_peak(DType dt) const {
+  const bool dot = dt == DType::bf16 || dt == DType::fp8;
+  return dot && bf16_peak_tflops > 0 ? bf16_peak_tflops : peak_tflops;
 }
 
 Roofline host_roofline(const HostCeilings& c, int threads) {
@@ -26,12 +30,14 @@ Roofline host_roofline(const HostCeilings& c, int threads) {
   r.peak_tflops = gflops / 1e3;
   if (c.bf16_gflops_1t > 0 && c.bf16_gflops_all > 0)
     r.bf16_peak_tflops = (all == 1 ? c.bf16_gflops_1t
-                                   : c.bf16_gflops_1t + (c.bf16_gflops_all - c.bf16_gflops_1t) * (t - 1) / (all - 1)) /
+                                   : c.bf16_gflops_1t + (c.bf16_gflops_all - c.bf16_gflops_1t) *
+                                                            (t - 1) / (all - 1)) /
                          1e3;
   // Memory: one thread's streaming read per thread, up to what all threads reach.
   r.bw_gbps = std::min(c.read_gbps_all, t * c.read_gbps_1t);
   r.source = fmt::format("probe ({} thread{}, fp32 {} FMA{}, streaming read)", t, t == 1 ? "" : "s",
-                         c.fma_isa.empty() ? "?" : c.fma_isa, r.bf16_peak_tflops > 0 ? ", bf16 avx512_bf16 dot" : "");
+                         c.fma_isa.empty() ? "?" : c.fma_isa,
+                         r.bf16_peak_tflops > 0 ? ", bf16 avx512_bf16 dot" : "");
   return r;
 }
 

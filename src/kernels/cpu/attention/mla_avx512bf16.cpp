@@ -11,8 +11,12 @@
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
+// GCC 12 reports the _mm512_undefined_*() inside its own intrinsics (cvtepi8, shifts) as
+// maybe-uninitialized; the values are fully defined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace attain::mla {
@@ -138,6 +142,41 @@ void pack16(const float* st, int nt, int mpad, const std::uint16_t* kb, std::uin
   }
 }
 
+void fp8_to_bf16(const std::byte* src, int rows, std::uint16_t* dst) {
+  // e4m3 -> fp32 as the GEMM kernels do it: the byte sign-extended and shifted left by 20,
+  // masked, is the fp32 pattern of value * 2^-120; times 2^120 (exact), then times the scale
+  // (rounded once, as e4m3_to_f32(x) * scale), then to bf16 (rounded once more).
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(0x87F00000u));
+  const __m512i mag = _mm512_set1_epi32(0x7f);
+  const __m512 nan = _mm512_set1_ps(__builtin_nanf(""));
+  for (int r = 0; r < rows; ++r) {
+    const std::byte* row = src + r * 656;
+    float scales[4];
+    std::memcpy(scales, row + kDv, sizeof scales);
+    std::uint16_t* out = dst + r * kDk;
+    for (int g = 0; g < 4; ++g) {
+      // (v * 2^120) * scale in one multiply by 2^120 * scale where that is finite: v * 2^120 is
+      // exact, so both round the same exact product once.
+      const float s = scales[g];
+      const bool one = std::fabs(s) < 0x1p7f;
+      const __m512 s1 = _mm512_set1_ps(one ? s * 0x1p120f : 0x1p120f);
+      const __m512 s2 = _mm512_set1_ps(s);
+      for (int i = g * 128; i < (g + 1) * 128; i += 16) {
+        const __m512i b =
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i)));
+        __m512 v = _mm512_mul_ps(
+            _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(b, 20), mask)), s1);
+        if (!one) v = _mm512_mul_ps(v, s2);
+        const __mmask16 is_nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(b, mag), mag);
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + i),
+            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mask_mov_ps(v, is_nan, nan))));
+      }
+    }
+    std::memcpy(out + kDv, row + kDv + sizeof scales, kRope * sizeof(std::uint16_t));
+  }
+}
+
 template <int MR>
 inline void pv16_tile(const std::uint32_t* p, int nt2, int mpad, const std::uint32_t* v,
                       const float* alpha, float* o) {
@@ -218,6 +257,7 @@ const Ukernels* avx512bf16_ukernels() {
     k.isa = "avx512_bf16";
     k.qk16 = qk16;
     k.pack16 = pack16;
+    k.fp8_to_bf16 = fp8_to_bf16;
     k.pv16 = pv16;
     return &k;
   }();

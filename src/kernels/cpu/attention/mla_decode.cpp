@@ -144,7 +144,9 @@ namespace {
 
 struct Scratch {
   mla::FloatBuf kf, qt, st, o, mx, l, alpha;
-  mla::FloatBuf p2;  // bf16 products: probability pairs [32][mpad] (kf holds the value pairs)
+  // bf16 products: probability pairs [32][mpad], an fp8 block as bf16 [64][576] (kf holds the
+  // value pairs)
+  mla::FloatBuf p2, kb16;
   std::vector<std::int32_t> vis;
 };
 
@@ -172,7 +174,10 @@ struct MlaDecoder::Impl {
       s.mx = mla::alloc_floats(mp);
       s.l = mla::alloc_floats(mp);
       s.alpha = mla::alloc_floats(mp);
-      if (uk.pv16 != nullptr) s.p2 = mla::alloc_floats(kBlock / 2 * mp);
+      if (uk.pv16 != nullptr) {
+        s.p2 = mla::alloc_floats(kBlock / 2 * mp);
+        s.kb16 = mla::alloc_floats(kBlock * kDk / 2);
+      }
       s.vis.assign(mp, 0);
     }
     const auto parts = static_cast<std::size_t>(mla_max_partials(threads));
@@ -209,8 +214,10 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
   const auto* qbase =
       static_cast<const std::byte*>(p.q) + static_cast<std::size_t>(bi * M * kDk) * qes;
   // A bf16 cache on a table with bf16 products: the cache rows and the queries are multiplied
-  // as stored (no conversion, no pre-scaling: the scale is applied to the scores).
-  const bool b16 = uk.qk16 != nullptr && p.dtype == DType::bf16;
+  // as stored (no conversion, no pre-scaling: the scale is applied to the scores). An fp8
+  // block is dequantized (values times their scales) and rounded to bf16 first, as FlashMLA's
+  // fp8 kernel does before its bf16 tensor-core products.
+  const bool b16 = uk.qk16 != nullptr && p.dtype != DType::f32;
   // q2[k2][m] = the pair (q[m][2 k2], q[m][2 k2 + 1]) as one word (in qt's storage).
   auto* q2 = reinterpret_cast<std::uint32_t*>(sc.qt.get());
   if (b16) {
@@ -271,6 +278,11 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
     }
     if (b16) {
       const auto* kb = reinterpret_cast<const std::uint16_t*>(src);
+      if (p.dtype == DType::fp8) {
+        auto* kb16 = reinterpret_cast<std::uint16_t*>(sc.kb16.get());
+        uk.fp8_to_bf16(src, nt, kb16);
+        kb = kb16;
+      }
       auto* p2 = reinterpret_cast<std::uint32_t*>(sc.p2.get());
       auto* v2 = reinterpret_cast<std::uint32_t*>(sc.kf.get());
       uk.qk16(kb, nt, q2, mp, p.softmax_scale, sc.st.get(), next, next_lines);

@@ -54,6 +54,10 @@ struct Ukernels {
   // pack16: p2 and v2 of one block from st (after softmax) and kb.
   void (*pack16)(const float* st, int nt, int mpad, const std::uint16_t* kb, std::uint32_t* p2,
                  std::uint32_t* v2) = nullptr;
+  // fp8_to_bf16: `rows` rows of the fp8 cache (656 bytes each) as bf16 [rows][576]: each
+  // e4m3 value times its 128-block scale, rounded once to bf16 (RNE; NaN codes give NaN), the
+  // rope values copied. An fp8 block is then multiplied as bf16 too.
+  void (*fp8_to_bf16)(const std::byte* src, int rows, std::uint16_t* dst) = nullptr;
   // pv16: o[m][d] = o[m][d] * alpha[m] + sum_t P[t][m] * V[t][d]   (m < rows, d < 512)
   void (*pv16)(const std::uint32_t* p2, int ntp, int mpad, const std::uint32_t* v2, int rows,
                const float* alpha, float* o) = nullptr;
