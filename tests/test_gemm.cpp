@@ -242,6 +242,7 @@ TEST(GemmDispatch, PicksTheBestFamilyTheCpuRuns) {
   EXPECT_EQ(isa_supported(Isa::avx512), has512 && has2);
   EXPECT_EQ(isa_supported(Isa::avx2), has2);
   EXPECT_TRUE(isa_supported(Isa::scalar));
+  EXPECT_EQ(cpu.avx512_bf16, has512 && __builtin_cpu_supports("avx512bf16") != 0);
   if (std::getenv("ATTAIN_ISA") == nullptr) {
     const Isa want = (has512 && has2) ? Isa::avx512 : (has2 ? Isa::avx2 : Isa::scalar);
     EXPECT_EQ(detected_isa(), want) << "vendor " << cpu.vendor << " family " << cpu.family;
@@ -372,6 +373,52 @@ TEST(Gemm, DecodeKTilesBalanced) {
   EXPECT_EQ(resolve(p).decode_k_tile, 1024);  // 16 KiB rows: 4 KiB tiles
   p.b_type = DType::bf16;
   EXPECT_EQ(resolve(p).decode_k_tile, 4096);  // 8 KiB rows: one tile
+}
+
+// bf16 A and B on the packed path are multiplied as bf16 pairs where the CPU has AVX512-BF16
+// (the AVX-512 family): K even, leading dimensions even, 4-byte-aligned bases; otherwise the
+// fp32 route. Both against the reference: edge tiles, K tails of a KC block, alpha / beta,
+// bf16 C, split-K, an odd K, an odd leading dimension and a base 2 bytes off alignment.
+TEST(Gemm, Bf16PairsAndTheirFallbacks) {
+  for (Isa isa : isas())
+    for (std::int64_t k : {2, 300, 1030, 301})
+      for (std::int64_t pad : {0, 1, 2})
+        for (int split : {1, 3}) {
+          Case c{};
+          c.isa = isa;
+          c.path = Path::packed;
+          c.at = c.bt = DType::bf16;
+          c.m = 29, c.n = 70, c.k = k;
+          c.pad = pad;
+          c.split_k = k >= 384 ? split : 1;
+          c.threads = 2;
+          c.alpha = 0.5f, c.beta = 0.25f;
+          run_case(c);
+          c.ints = true;
+          c.ct = DType::bf16;
+          run_case(c);
+        }
+  // A and B starting 2 bytes past a 4-byte boundary: the fp32 route, same answer.
+  const std::int64_t m = 13, n = 40, k = 64;
+  std::vector<std::uint16_t> a(m * k + 1), b(n * k + 1);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = f32_to_bf16(static_cast<float>(i % 7) - 3);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = f32_to_bf16(static_cast<float>(i % 5) - 2);
+  for (int off : {0, 1}) {
+    std::vector<float> c(m * n, -1.0f);
+    Params p;
+    p.a = a.data() + off, p.b = b.data() + off, p.c = c.data();
+    p.a_type = p.b_type = DType::bf16;
+    p.m = m, p.n = n, p.k = k;
+    p.schedule.path = Path::packed;
+    gemm(p);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float ref = 0;
+        for (std::int64_t q = 0; q < k; ++q)
+          ref += bf16_to_f32(a[i * k + q + off]) * bf16_to_f32(b[j * k + q + off]);
+        EXPECT_EQ(c[i * n + j], ref) << off << " " << i << "," << j;
+      }
+  }
 }
 
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial

@@ -19,6 +19,10 @@ struct KernelFamily {
   Interleave interleave;
   Decode decode;
   int decode_lanes;  // K elements per vector in the decode kernel
+  // bf16 A and B multiplied as bf16 pairs (vdpbf16ps), same MR x NR and signature as ukernel
+  // but k counts pairs and the panels hold 32-bit words (two bf16 of consecutive k); nullptr:
+  // none for this family. Used only where the CPU has AVX512-BF16.
+  UKernel ukernel_bf16 = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -35,7 +39,7 @@ struct CpuInfo {
   std::string vendor;  // "AuthenticAMD", "GenuineIntel"
   int family = 0, model = 0;
   bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false;
-  bool avx512vl = false, avx512dq = false;
+  bool avx512vl = false, avx512dq = false, avx512_bf16 = false;
 };
 
 const CpuInfo& cpu_info();

@@ -88,6 +88,11 @@ struct Problem {
   // The decode path: A as fp32 rows with scales applied (p->a itself when it already is).
   const float* a32 = nullptr;
   std::int64_t lda32 = 0;
+  // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
+  // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
+  // offset into a packed panel is halved (kw = 2).
+  bool pairs = false;
+  int kw = 1;
   // Split-K: slices of kslice K elements, partial sums in `partial` (slices x m x n).
   int slices = 1;
   std::int64_t kslice = 0;
@@ -130,6 +135,11 @@ void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0,
                   float* dst, float* tmp) {
   const int MR = pr.fam->mr;
   const Params& p = *pr.p;
+  if (pr.pairs) {  // bf16 pairs: the same transpose, on 32-bit words
+    pr.fam->interleave(reinterpret_cast<const float*>(a_at(pr, i0, p0)), pr.lda / 2, rows, kc / 2,
+                       MR, dst);
+    return;
+  }
   if (p.trans_a == Trans::N && p.a_type == DType::f32) {  // no conversion: interleave in place
     pr.fam->interleave(reinterpret_cast<const float*>(a_at(pr, i0, p0)), pr.lda, rows, kc, MR, dst);
     return;
@@ -161,6 +171,11 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
                   float* dst, float* tmp) {
   const int NR = pr.fam->nr;
   const Params& p = *pr.p;
+  if (pr.pairs) {
+    pr.fam->interleave(reinterpret_cast<const float*>(b_at(pr, p0, j0)), pr.ldb / 2, cols, kc / 2,
+                       NR, dst);
+    return;
+  }
   if (p.trans_b == Trans::T && p.b_type == DType::f32) {
     pr.fam->interleave(reinterpret_cast<const float*>(b_at(pr, p0, j0)), pr.ldb, cols, kc, NR, dst);
     return;
@@ -249,6 +264,8 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
   alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
   const float one = 1.0f, zero = 0.0f;
+  const detail::UKernel uk = pr.pairs ? f.ukernel_bf16 : f.ukernel;
+  const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
 
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
@@ -257,7 +274,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       const std::int64_t kc = std::min(KC, K - p0);
       for (std::int64_t jr = 0; jr < nc; jr += NR)
         pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), k0 + p0,
-                     kc, bpack + p0 * ncp + jr * kc, tmp);
+                     kc, bpack + (p0 * ncp + jr * kc) / kw, tmp);
     }
     for (std::int64_t ic = m0; ic < m1; ic += MC) {
       const std::int64_t mc = std::min(MC, m1 - ic);
@@ -265,10 +282,10 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         for (std::int64_t ir = 0; ir < mc; ir += MR)
           pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k0 + p0,
-                       kc, apack[slot] + ir * kc, tmp);
+                       kc, apack[slot] + ir * kc / kw, tmp);
       };
       auto compute = [&](std::int64_t t, int slot) {
-        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0), kcw = kc / kw;
         const bool first = t == 0;
         const float* alpha = into_c ? &p.alpha : &one;
         const float* beta = first ? (into_c ? &p.beta : &zero) : &one;
@@ -277,7 +294,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
                                 : ctile;
         const std::int64_t ldc = partial ? p.n : into_c ? pr.ldc : ncp;
         const float* ap = apack[slot];
-        const float* bp = bpack + p0 * ncp;
+        const float* bp = bpack + p0 * ncp / kw;
         for (std::int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
           for (std::int64_t ir = 0; ir < mc; ir += MR) {
@@ -285,15 +302,15 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
             detail::UkAux aux;
             if (stages > 1) {
               const bool last_ir = ir + MR >= mc;
-              aux.a_next = last_ir ? ap : ap + (ir + MR) * kc;
-              aux.b_next = last_ir ? bp + (jr + NR) * kc : bp + jr * kc;
+              aux.a_next = last_ir ? ap : ap + (ir + MR) * kcw;
+              aux.b_next = last_ir ? bp + (jr + NR) * kcw : bp + jr * kcw;
             }
             float* c = cbase + ir * ldc + jr;
             if (mr == MR && nr == NR) {
-              f.ukernel(kc, alpha, ap + ir * kc, bp + jr * kc, beta, c, ldc, 1, &aux);
+              uk(kcw, alpha, ap + ir * kcw, bp + jr * kcw, beta, c, ldc, 1, &aux);
               continue;
             }
-            f.ukernel(kc, &one, ap + ir * kc, bp + jr * kc, &zero, edge, NR, 1, &aux);
+            uk(kcw, &one, ap + ir * kcw, bp + jr * kcw, &zero, edge, NR, 1, &aux);
             for (int i = 0; i < mr; ++i)
               for (int j = 0; j < nr; ++j)
                 c[i * ldc + j] = fma_or_mul(*beta, c[i * ldc + j], *alpha * edge[i * NR + j]);
@@ -508,6 +525,14 @@ Problem make_problem(const Params& p, const Schedule& s) {
     pr.kslice = round_up(ceil_div(p.k, s.split_k), kFp8Block);
     pr.slices = static_cast<int>(ceil_div(p.k, pr.kslice));
   }
+  // bf16 pairs: both operands bf16, stored K-contiguous (A: N, B: T) with even K, leading
+  // dimensions and KC and 4-byte-aligned bases, so that every pair is one aligned word.
+  const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
+  pr.pairs = pr.fam->ukernel_bf16 != nullptr && detail::cpu_info().avx512_bf16 &&
+             p.a_type == DType::bf16 && p.b_type == DType::bf16 && p.trans_a == Trans::N &&
+             p.trans_b == Trans::T && p.k % 2 == 0 && pr.lda % 2 == 0 && pr.ldb % 2 == 0 &&
+             s.kc % 2 == 0 && aligned4(p.a) && aligned4(p.b);
+  pr.kw = pr.pairs ? 2 : 1;
   return pr;
 }
 

@@ -82,5 +82,8 @@ void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, 
                         float*, std::int64_t, std::int64_t, const UkAux*);
 void convert_avx512(const void*, DType, std::int64_t, float, const float*, float*);
 void decode_avx512(const DecodeArgs&);
+// bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
+void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
+                            float*, std::int64_t, std::int64_t, const UkAux*);
 
 }  // namespace attain::gemm::detail
