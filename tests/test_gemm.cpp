@@ -419,6 +419,16 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
         EXPECT_EQ(c[i * n + j], ref) << off << " " << i << "," << j;
       }
   }
+  // The default's decode/packed crossover moves down to M = 16 where the pairs run.
+  Params q;
+  q.m = 24, q.n = 4096, q.k = 4096;
+  q.a_type = q.b_type = DType::bf16;
+  const bool pairs = detail::cpu_info().avx512_bf16 && detected_isa() == Isa::avx512;
+  EXPECT_EQ(resolve(q).path, pairs ? Path::packed : Path::decode);
+  q.m = 16;
+  EXPECT_EQ(resolve(q).path, Path::decode);
+  q.m = 24, q.a_type = DType::f32;  // fp32 A: the fp32 route, crossover at 64
+  EXPECT_EQ(resolve(q).path, Path::decode);
 }
 
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial

@@ -30,9 +30,10 @@ struct Blocking {
   int mc, kc;
   std::int64_t b_panel_bytes;  // budget for the packed B panel (K x NC fp32) per thread
   int nc;                      // columns per B panel (0: as many as the budget allows)
-  // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights and
-  // for 16/8-bit weights (their conversion is free in the decode kernel, not in packing).
-  int decode_max_m_f32, decode_max_m_lowp;
+  // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights, for
+  // 16/8-bit weights (their conversion is free in the decode kernel, not in packing), and for
+  // bf16 A and B where the packed path multiplies bf16 pairs (twice the packed rate).
+  int decode_max_m_f32, decode_max_m_lowp, decode_max_m_pairs;
 };
 
 struct CpuInfo {
