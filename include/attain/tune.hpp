@@ -33,6 +33,7 @@ namespace attain::tune {
 struct Machine {
   int threads = 1;             // threads a call may use (the region's maximum)
   double fma_gflops_1t = 100;  // fp32 FMA peak of one thread
+  double bf16_gflops_1t = 0;   // bf16 dot peak of one thread (0: none; the bf16 pairs)
   double read_gbps_1t = 20;    // streaming read, one thread
   double read_gbps_all = 40;   // streaming read, `threads` threads
   double region_s = 3e-6;      // one fork/join with workers awake

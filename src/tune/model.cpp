@@ -144,6 +144,10 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     if (p.a_type != DType::f32) serial += d(p.m * p.k) * kSerialS;
     return;
   }
+  // bf16 A and B multiplied as bf16 pairs: the packed kernel runs at the bf16 dot peak.
+  const double packed_peak = gemm::detail::multiplies_bf16_pairs(p, fam) && mc.bf16_gflops_1t > 0
+                                 ? mc.bf16_gflops_1t * 1e9
+                                 : peak;
   const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.mr);
   const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.nr);
   for (std::int64_t k0 = 0; k0 < p.k; k0 += kl)
@@ -152,7 +156,7 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
         const std::int64_t mb = std::min(mchunk, p.m - m0), nb = std::min(nchunk, p.n - n0);
         const std::int64_t kb = std::min(kl, p.k - k0);
         const double comp =
-            2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * kb) / (peak * kPackedEff);
+            2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * kb) / (packed_peak * kPackedEff);
         // A is packed once per NC column block, B once; a small KC re-reads C more often.
         const double a_packs = d(ceil_div(nb, s.nc));
         const double pack = (d(mb * kb) * a_packs + d(nb * kb)) * kPackS;
@@ -185,6 +189,7 @@ Machine Machine::from(const HostCeilings& host, int threads) {
   Machine m;
   m.threads = std::max(1, threads);
   if (host.fma_gflops_1t > 0) m.fma_gflops_1t = host.fma_gflops_1t;
+  if (host.bf16_gflops_1t > 0) m.bf16_gflops_1t = host.bf16_gflops_1t;
   if (host.read_gbps_1t > 0) m.read_gbps_1t = host.read_gbps_1t;
   if (host.read_gbps_all > 0) {
     const int all = std::max(1, host.cores);

@@ -104,6 +104,11 @@ const CpuInfo& cpu_info() {
   return info;
 }
 
+bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f) {
+  return f.ukernel_bf16 != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
+         p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T && p.k % 2 == 0;
+}
+
 const KernelFamily& family(Isa isa) {
   for (const auto& f : kFamilies)
     if (f.isa == isa) return f;

@@ -46,6 +46,10 @@ struct CpuInfo {
 };
 
 const CpuInfo& cpu_info();
+// Whether the packed path multiplies these operands as bf16 pairs with family f on this CPU
+// (bf16 A and B, A stored (M, K), B stored (N, K), even K; the engine also needs even leading
+// dimensions and KC and 4-byte-aligned bases, or it takes the fp32 route).
+bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

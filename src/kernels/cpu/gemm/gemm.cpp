@@ -460,13 +460,6 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
   }
 }
 
-// bf16 A and B that the family multiplies as bf16 pairs on this CPU (AVX512-BF16), before the
-// layout checks of make_problem.
-bool pairs_dtypes(const Params& p, const KernelFamily& f) {
-  return f.ukernel_bf16 != nullptr && detail::cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
-         p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T && p.k % 2 == 0;
-}
-
 // Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
 // region's threads, or with fused items the share of them one item gets).
 Schedule resolve_with(const Params& p, int blocks) {
@@ -477,9 +470,9 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.path == Path::automatic) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
-    const int max_m = p.b_type == DType::f32 ? b.decode_max_m_f32
-                      : pairs_dtypes(p, f)   ? b.decode_max_m_pairs
-                                             : b.decode_max_m_lowp;
+    const int max_m = p.b_type == DType::f32                ? b.decode_max_m_f32
+                      : detail::multiplies_bf16_pairs(p, f) ? b.decode_max_m_pairs
+                                                            : b.decode_max_m_lowp;
     s.path =
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
@@ -543,8 +536,8 @@ Problem make_problem(const Params& p, const Schedule& s) {
   // bf16 pairs: both operands bf16, stored K-contiguous (A: N, B: T) with even K, leading
   // dimensions and KC and 4-byte-aligned bases, so that every pair is one aligned word.
   const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
-  pr.pairs = pairs_dtypes(p, *pr.fam) && pr.lda % 2 == 0 && pr.ldb % 2 == 0 && s.kc % 2 == 0 &&
-             aligned4(p.a) && aligned4(p.b);
+  pr.pairs = detail::multiplies_bf16_pairs(p, *pr.fam) && pr.lda % 2 == 0 && pr.ldb % 2 == 0 &&
+             s.kc % 2 == 0 && aligned4(p.a) && aligned4(p.b);
   pr.kw = pr.pairs ? 2 : 1;
   return pr;
 }
