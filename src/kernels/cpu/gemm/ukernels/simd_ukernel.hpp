@@ -2,7 +2,9 @@
 // per ISA (ukernels/<isa>/sgemm_*.cpp, where S lives in an anonymous namespace so each
 // instantiation stays local to its ISA's object file).
 //
-// S provides: V, kLanes, zero(), load(p), store(p, v), bcast(p), fma(a, b, c) = a*b + c, mul.
+// S provides: V, kLanes, zero(), load(p), store(p, v), bcast(p), fma(a, b, c) = a*b + c, mul,
+// and dot(a, b, c): the k step's product into the accumulators (fma on fp32 panels; on panels
+// of bf16 pairs, vdpbf16ps, with k counting pairs and the panels' values 32-bit words).
 // The MR x NV accumulators stay in registers (MR*NV + NV + 1 <= the register file); check
 // the disassembly of a new shape: the loop body must be MR*NV FMAs with no spills.
 #pragma once
@@ -44,7 +46,7 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
     for (int i = 0; i < MR; ++i) {
       const V av = S::bcast(ap + i);
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[i][j] = S::fma(av, bv[j], acc[i][j]);
+      for (int j = 0; j < NV; ++j) acc[i][j] = S::dot(av, bv[j], acc[i][j]);
     }
   };
 

@@ -20,6 +20,8 @@ struct Avx512 {
   static V bcast(const float* p) { return _mm512_set1_ps(*p); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // The micro-kernel's k-step product (simd_ukernel): an FMA on fp32 panels.
+  static V dot(V a, V b, V c) { return fma(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static float fma1(float a, float b, float c) {
