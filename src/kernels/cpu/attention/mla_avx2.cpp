@@ -135,25 +135,7 @@ void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st, Pre
   for (; t + 6 <= nt; t += 6) qk_tile<6, NV>(kf + t * kDk, qt, mpad, st + t * mpad, pf);
   const float* k = kf + t * kDk;
   float* s = st + t * mpad;
-  switch (nt - t) {
-    case 5:
-      qk_tile<5, NV>(k, qt, mpad, s, pf);
-      break;
-    case 4:
-      qk_tile<4, NV>(k, qt, mpad, s, pf);
-      break;
-    case 3:
-      qk_tile<3, NV>(k, qt, mpad, s, pf);
-      break;
-    case 2:
-      qk_tile<2, NV>(k, qt, mpad, s, pf);
-      break;
-    case 1:
-      qk_tile<1, NV>(k, qt, mpad, s, pf);
-      break;
-    default:
-      break;
-  }
+  with_count<5>(nt - t, [&](auto r) { qk_tile<r, NV>(k, qt, mpad, s, pf); });
 }
 
 void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf,
@@ -235,25 +217,7 @@ void pv(const float* st, int nt, int mpad, const float* kf, int rows, const floa
     for (; m + 6 <= rows; m += 6) pv_tile<6>(st + m, nt, mpad, kf + d, alpha + m, o + m * kDv + d);
     const float* p = st + m;
     float* od = o + m * kDv + d;
-    switch (rows - m) {
-      case 5:
-        pv_tile<5>(p, nt, mpad, kf + d, alpha + m, od);
-        break;
-      case 4:
-        pv_tile<4>(p, nt, mpad, kf + d, alpha + m, od);
-        break;
-      case 3:
-        pv_tile<3>(p, nt, mpad, kf + d, alpha + m, od);
-        break;
-      case 2:
-        pv_tile<2>(p, nt, mpad, kf + d, alpha + m, od);
-        break;
-      case 1:
-        pv_tile<1>(p, nt, mpad, kf + d, alpha + m, od);
-        break;
-      default:
-        break;
-    }
+    with_count<5>(rows - m, [&](auto r) { pv_tile<r>(p, nt, mpad, kf + d, alpha + m, od); });
   }
 }
 

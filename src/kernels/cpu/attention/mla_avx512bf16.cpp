@@ -80,24 +80,7 @@ void qk16_panel(const std::uint32_t* k32, int nt, const std::uint32_t* q2, int m
   for (; t + 8 <= nt; t += 8) qk16_tile<8, NV>(k32 + t * kDk2, q2, mpad, scale, st + t * mpad, pf);
   const std::uint32_t* k = k32 + t * kDk2;
   float* s = st + t * mpad;
-  switch (nt - t) {
-    case 7:
-      return qk16_tile<7, NV>(k, q2, mpad, scale, s, pf);
-    case 6:
-      return qk16_tile<6, NV>(k, q2, mpad, scale, s, pf);
-    case 5:
-      return qk16_tile<5, NV>(k, q2, mpad, scale, s, pf);
-    case 4:
-      return qk16_tile<4, NV>(k, q2, mpad, scale, s, pf);
-    case 3:
-      return qk16_tile<3, NV>(k, q2, mpad, scale, s, pf);
-    case 2:
-      return qk16_tile<2, NV>(k, q2, mpad, scale, s, pf);
-    case 1:
-      return qk16_tile<1, NV>(k, q2, mpad, scale, s, pf);
-    default:
-      return;
-  }
+  with_count<7>(nt - t, [&](auto r) { qk16_tile<r, NV>(k, q2, mpad, scale, s, pf); });
 }
 
 void qk16(const std::uint16_t* kb, int nt, const std::uint32_t* q2, int mpad, float scale,
@@ -219,31 +202,7 @@ void pv16(const std::uint32_t* p2, int ntp, int mpad, const std::uint32_t* v2, i
       pv16_tile<8>(p2 + m, nt2, mpad, v2 + d, alpha + m, o + m * kDv + d);
     const std::uint32_t* p = p2 + m;
     float* od = o + m * kDv + d;
-    switch (rows - m) {
-      case 7:
-        pv16_tile<7>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 6:
-        pv16_tile<6>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 5:
-        pv16_tile<5>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 4:
-        pv16_tile<4>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 3:
-        pv16_tile<3>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 2:
-        pv16_tile<2>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      case 1:
-        pv16_tile<1>(p, nt2, mpad, v2 + d, alpha + m, od);
-        break;
-      default:
-        break;
-    }
+    with_count<7>(rows - m, [&](auto r) { pv16_tile<r>(p, nt2, mpad, v2 + d, alpha + m, od); });
   }
 }
 

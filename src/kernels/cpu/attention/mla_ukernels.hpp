@@ -10,12 +10,23 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "attain/dtype.hpp"
 
 namespace attain::mla {
 
 inline constexpr int kDk = 576, kDv = 512, kRope = 64, kBlock = 64;
+
+// The edge tile of a register-blocked loop: f(std::integral_constant<int, r>{}) for the run-time
+// count r in 1..N (nothing for 0), so each edge size gets its own instantiation.
+template <int N, class F>
+inline void with_count(int r, F&& f) {
+  if constexpr (N >= 1) {
+    if (r == N) return f(std::integral_constant<int, N>{});
+    with_count<N - 1>(r, f);
+  }
+}
 
 struct Ukernels {
   const char* isa;
