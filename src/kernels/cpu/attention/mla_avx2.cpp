@@ -86,18 +86,6 @@ void convert(DType dt, const void* src, int n, float scale, float* dst) {
   }
 }
 
-// Walks the next cache block one 64-byte line per call (into L2: the block is larger than L1).
-struct Prefetch {
-  const char* p;
-  const char* end;
-  void next() {
-    if (p < end) {
-      _mm_prefetch(p, _MM_HINT_T1);
-      p += 64;
-    }
-  }
-};
-
 // Accumulators are named variables (not arrays): GCC keeps arrays of __m256 on the stack.
 #define ATTAIN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
@@ -140,8 +128,7 @@ void qk_panel(const float* kf, int nt, const float* qt, int mpad, float* st, Pre
 
 void qk(const float* kf, int nt, const float* qt, int mpad, float* st, const void* pf,
         int pf_lines) {
-  Prefetch ahead{static_cast<const char*>(pf),
-                 static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
+  Prefetch ahead(pf, pf_lines);
   int m = 0;
   for (; m + 16 <= mpad; m += 16) qk_panel<2>(kf, nt, qt + m, mpad, st + m, ahead);
   if (m < mpad) qk_panel<1>(kf, nt, qt + m, mpad, st + m, ahead);

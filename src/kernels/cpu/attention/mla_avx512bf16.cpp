@@ -25,18 +25,6 @@ namespace {
 
 constexpr int kDk2 = kDk / 2;  // 32-bit words (bf16 pairs) per cache row
 
-// Walks the next cache block one 64-byte line per call (into L2).
-struct Prefetch {
-  const char* p;
-  const char* end;
-  void next() {
-    if (p < end) {
-      _mm_prefetch(p, _MM_HINT_T1);
-      p += 64;
-    }
-  }
-};
-
 inline __m512bh as_bh(__m512i v) {
   return reinterpret_cast<__m512bh>(v);
 }
@@ -85,8 +73,7 @@ void qk16_panel(const std::uint32_t* k32, int nt, const std::uint32_t* q2, int m
 
 void qk16(const std::uint16_t* kb, int nt, const std::uint32_t* q2, int mpad, float scale,
           float* st, const void* pf, int pf_lines) {
-  Prefetch ahead{static_cast<const char*>(pf),
-                 static_cast<const char*>(pf) + 64 * static_cast<std::ptrdiff_t>(pf_lines)};
+  Prefetch ahead(pf, pf_lines);
   // A cache row of 576 bf16 is 288 aligned 32-bit words (rows are 1152 bytes apart).
   const auto* k32 = reinterpret_cast<const std::uint32_t*>(kb);
   int m = 0;

@@ -9,6 +9,7 @@
 //   o   [M][512]     running output (unnormalized)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -17,6 +18,21 @@
 namespace attain::mla {
 
 inline constexpr int kDk = 576, kDv = 512, kRope = 64, kBlock = 64;
+
+// Walks the next cache block one 64-byte line per call, into L2 (the block is larger than L1):
+// the qk kernels call it as they go, so the next block's data does not wait on memory.
+struct Prefetch {
+  const char* p;
+  const char* end;
+  Prefetch(const void* from, int lines)
+      : p(static_cast<const char*>(from)), end(p + 64 * static_cast<std::ptrdiff_t>(lines)) {}
+  void next() {
+    if (p < end) {
+      __builtin_prefetch(p, 0, 2);  // prefetcht1
+      p += 64;
+    }
+  }
+};
 
 // The edge tile of a register-blocked loop: f(std::integral_constant<int, r>{}) for the run-time
 // count r in 1..N (nothing for 0), so each edge size gets its own instantiation.
