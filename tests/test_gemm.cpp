@@ -431,34 +431,43 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
   EXPECT_EQ(resolve(q).path, Path::decode);
 }
 
-// The vector bf16 write-back of C against the scalar one (fma(beta, c, alpha * sum), then
-// f32_to_bf16) bit for bit: ties to even, values rounding up to Inf, Inf, NaNs (quiet and
-// signaling, both signs), denormals, -0, beta 0 (C not read) and not, a tail of 5.
-TEST(Gemm, Bf16WriteBackMatchesDtypeHpp) {
+// The vector 16-bit write-back of C against the scalar one (fma(beta, c, alpha * sum), then
+// f32_to_bf16 / f32_to_f16) bit for bit: ties to even, values rounding up to Inf, Inf, NaNs
+// (quiet and signaling, both signs), fp16 subnormals and overflow, fp32 denormals, -0, beta 0
+// (C not read) and not, a tail of 5.
+TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
   if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
-  std::vector<std::uint32_t> bits = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
-                                     0x7f7f8000u, 0x7f800000u, 0xff800000u, 0x7fc00001u,
-                                     0x7f800001u, 0xff812345u, 0x00000001u, 0x807fffffu,
-                                     0x80000000u, 0x00000000u, 0x33800000u, 0xc2f7ffffu};
+  std::vector<std::uint32_t> bits = {
+      0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x7f800000u,
+      0xff800000u, 0x7fc00001u, 0x7f800001u, 0xff812345u, 0x00000001u, 0x807fffffu,
+      0x80000000u, 0x00000000u, 0x33800000u, 0xc2f7ffffu, 0x477ff000u, 0x477fefffu,
+      0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u, 0xb3c00000u, 0x3f801000u};
   std::mt19937 g(9);
   for (int i = 0; i < 200; ++i) bits.push_back(static_cast<std::uint32_t>(g()));
+  for (int i = 0; i < 64; ++i)  // the fp16 range, where its roundings happen
+    bits.push_back(0x33000000u + static_cast<std::uint32_t>(g() % 0x14800000u));
   bits.resize(bits.size() - bits.size() % 16 + 5);
   const std::int64_t n = static_cast<std::int64_t>(bits.size());
   std::vector<float> src(bits.size());
   for (std::size_t i = 0; i < bits.size(); ++i) src[i] = std::bit_cast<float>(bits[i]);
-  for (float alpha : {1.0f, -0.75f})
-    for (float beta : {0.0f, 1.0f, 0.5f}) {
-      std::vector<std::uint16_t> c(bits.size()), ref;
-      for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<std::uint16_t>(g());
-      ref = c;
-      detail::round_bf16_avx512(src.data(), n, alpha, beta, c.data());
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float ab = alpha * src[j];
-        ref[j] = f32_to_bf16(beta != 0.0f ? std::fma(beta, bf16_to_f32(ref[j]), ab) : ab);
-        EXPECT_EQ(c[j], ref[j]) << "alpha " << alpha << " beta " << beta << " j " << j << " bits "
-                                << std::hex << bits[j];
+  for (DType t : {DType::bf16, DType::f16})
+    for (float alpha : {1.0f, -0.75f})
+      for (float beta : {0.0f, 1.0f, 0.5f}) {
+        std::vector<std::uint16_t> c(bits.size()), ref;
+        for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<std::uint16_t>(g());
+        if (t == DType::f16)  // no NaN in the old C (its payload is not what is checked)
+          for (auto& x : c) x &= 0xbfff;
+        ref = c;
+        detail::round16_avx512(t, src.data(), n, alpha, beta, c.data());
+        for (std::int64_t j = 0; j < n; ++j) {
+          const float ab = alpha * src[j];
+          const float old = t == DType::bf16 ? bf16_to_f32(ref[j]) : f16_to_f32(ref[j]);
+          const float v = beta != 0.0f ? std::fma(beta, old, ab) : ab;
+          ref[j] = t == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+          EXPECT_EQ(c[j], ref[j]) << dtype_name(t) << " alpha " << alpha << " beta " << beta
+                                  << " j " << j << " bits " << std::hex << bits[j];
+        }
       }
-    }
 }
 
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial

@@ -23,8 +23,8 @@ struct KernelFamily {
   // but k counts pairs and the panels hold 32-bit words (two bf16 of consecutive k); nullptr:
   // none for this family. Used only where the CPU has AVX512-BF16.
   UKernel ukernel_bf16 = nullptr;
-  // bf16 rows of C from fp32 sums (nullptr: the scalar write-back).
-  RoundBf16 round_bf16 = nullptr;
+  // 16-bit rows of C from fp32 sums (nullptr: the scalar write-back).
+  Round16 round16 = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).

@@ -229,10 +229,10 @@ void store_c(DType t, void* c, std::int64_t idx, float v) {
 void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
                 std::int64_t cols, const float* src, std::int64_t lds) {
   const Params& p = *pr.p;
-  if (p.c_type == DType::bf16 && pr.fam->round_bf16 != nullptr) {
+  if ((p.c_type == DType::bf16 || p.c_type == DType::f16) && pr.fam->round16 != nullptr) {
     for (std::int64_t i = 0; i < rows; ++i)
-      pr.fam->round_bf16(src + i * lds, cols, p.alpha, p.beta,
-                         static_cast<std::uint16_t*>(p.c) + (i0 + i) * pr.ldc + j0);
+      pr.fam->round16(p.c_type, src + i * lds, cols, p.alpha, p.beta,
+                      static_cast<std::uint16_t*>(p.c) + (i0 + i) * pr.ldc + j0);
     return;
   }
   for (std::int64_t i = 0; i < rows; ++i)

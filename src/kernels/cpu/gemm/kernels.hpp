@@ -35,12 +35,12 @@ using Convert = void (*)(const void* src, DType t, std::int64_t n, float scale, 
                          float* dst);
 
 // dst[p*R + r] = src[r*ld + p] for r < rows, p < k; rows r in [rows, R) are zero.
-// A row of C in bf16: dst[j] = bf16(alpha * src[j] + beta * dst[j]) for j < n, with the C
-// update and rounding of the scalar write-back (fma(beta, c, alpha * src), then dtype.hpp's
-// f32_to_bf16, bit for bit; beta == 0: dst is not read).
-using RoundBf16 = void (*)(const float* src, std::int64_t n, float alpha, float beta,
-                           std::uint16_t* dst);
-void round_bf16_avx512(const float*, std::int64_t, float, float, std::uint16_t*);
+// A row of 16-bit C (t: bf16 or f16): dst[j] = round(alpha * src[j] + beta * dst[j]) for
+// j < n, with the C update and rounding of the scalar write-back (fma(beta, c, alpha * src),
+// then dtype.hpp's f32_to_bf16 / f32_to_f16, bit for bit; beta == 0: dst is not read).
+using Round16 = void (*)(DType t, const float* src, std::int64_t n, float alpha, float beta,
+                         std::uint16_t* dst);
+void round16_avx512(DType, const float*, std::int64_t, float, float, std::uint16_t*);
 
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
