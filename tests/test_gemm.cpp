@@ -436,7 +436,10 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
 // (quiet and signaling, both signs), fp16 subnormals and overflow, fp32 denormals, -0, beta 0
 // (C not read) and not, a tail of 5.
 TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
-  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  std::vector<std::pair<const char*, detail::Round16>> routines;
+  if (isa_supported(Isa::avx512)) routines.emplace_back("avx512", detail::round16_avx512);
+  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::round16_avx2);
+  if (routines.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 here";
   std::vector<std::uint32_t> bits = {
       0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x7f800000u,
       0xff800000u, 0x7fc00001u, 0x7f800001u, 0xff812345u, 0x00000001u, 0x807fffffu,
@@ -450,24 +453,25 @@ TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
   const std::int64_t n = static_cast<std::int64_t>(bits.size());
   std::vector<float> src(bits.size());
   for (std::size_t i = 0; i < bits.size(); ++i) src[i] = std::bit_cast<float>(bits[i]);
-  for (DType t : {DType::bf16, DType::f16})
-    for (float alpha : {1.0f, -0.75f})
-      for (float beta : {0.0f, 1.0f, 0.5f}) {
-        std::vector<std::uint16_t> c(bits.size()), ref;
-        for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<std::uint16_t>(g());
-        if (t == DType::f16)  // no NaN in the old C (its payload is not what is checked)
-          for (auto& x : c) x &= 0xbfff;
-        ref = c;
-        detail::round16_avx512(t, src.data(), n, alpha, beta, c.data());
-        for (std::int64_t j = 0; j < n; ++j) {
-          const float ab = alpha * src[j];
-          const float old = t == DType::bf16 ? bf16_to_f32(ref[j]) : f16_to_f32(ref[j]);
-          const float v = beta != 0.0f ? std::fma(beta, old, ab) : ab;
-          ref[j] = t == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-          EXPECT_EQ(c[j], ref[j]) << dtype_name(t) << " alpha " << alpha << " beta " << beta
-                                  << " j " << j << " bits " << std::hex << bits[j];
+  for (const auto& [isa, round16] : routines)
+    for (DType t : {DType::bf16, DType::f16})
+      for (float alpha : {1.0f, -0.75f})
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          std::vector<std::uint16_t> c(bits.size()), ref;
+          for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<std::uint16_t>(g());
+          if (t == DType::f16)  // no NaN in the old C (its payload is not what is checked)
+            for (auto& x : c) x &= 0xbfff;
+          ref = c;
+          round16(t, src.data(), n, alpha, beta, c.data());
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float ab = alpha * src[j];
+            const float old = t == DType::bf16 ? bf16_to_f32(ref[j]) : f16_to_f32(ref[j]);
+            const float v = beta != 0.0f ? std::fma(beta, old, ab) : ab;
+            ref[j] = t == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+            EXPECT_EQ(c[j], ref[j]) << isa << " " << dtype_name(t) << " alpha " << alpha << " beta "
+                                    << beta << " j " << j << " bits " << std::hex << bits[j];
+          }
         }
-      }
 }
 
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial

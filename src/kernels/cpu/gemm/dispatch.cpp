@@ -57,7 +57,8 @@ CpuInfo probe_cpu() {
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx2,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512},
-    {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8},
+    {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
+     nullptr, round16_avx2},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
      decode_scalar, 1},
 }};

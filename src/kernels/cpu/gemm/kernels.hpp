@@ -41,6 +41,7 @@ using Convert = void (*)(const void* src, DType t, std::int64_t n, float scale, 
 using Round16 = void (*)(DType t, const float* src, std::int64_t n, float alpha, float beta,
                          std::uint16_t* dst);
 void round16_avx512(DType, const float*, std::int64_t, float, float, std::uint16_t*);
+void round16_avx2(DType, const float*, std::int64_t, float, float, std::uint16_t*);
 
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
