@@ -375,29 +375,31 @@ TEST(Gemm, DecodeKTilesBalanced) {
   EXPECT_EQ(resolve(p).decode_k_tile, 4096);  // 8 KiB rows: one tile
 }
 
-// bf16 A and B on the packed path are multiplied as bf16 pairs where the CPU has AVX512-BF16
-// (the AVX-512 family): K even, leading dimensions even, 4-byte-aligned bases; otherwise the
-// fp32 route. Both against the reference: edge tiles, K tails of a KC block, alpha / beta,
-// bf16 C, split-K, an odd K, an odd leading dimension and a base 2 bytes off alignment.
+// bf16 A and B (and fp8 A and B) on the packed path are multiplied as bf16 pairs where the CPU
+// has AVX512-BF16 (the AVX-512 family): K even, leading dimensions even, 4-byte-aligned bases
+// (bf16); otherwise the fp32 route. Both against the reference: edge tiles, K tails of a KC block,
+// alpha / beta, bf16 C, split-K, an odd K, an odd leading dimension and a base 2 bytes off
+// alignment.
 TEST(Gemm, Bf16PairsAndTheirFallbacks) {
   for (Isa isa : isas())
-    for (std::int64_t k : {2, 300, 1030, 301})
-      for (std::int64_t pad : {0, 1, 2})
-        for (int split : {1, 3}) {
-          Case c{};
-          c.isa = isa;
-          c.path = Path::packed;
-          c.at = c.bt = DType::bf16;
-          c.m = 29, c.n = 70, c.k = k;
-          c.pad = pad;
-          c.split_k = k >= 384 ? split : 1;
-          c.threads = 2;
-          c.alpha = 0.5f, c.beta = 0.25f;
-          run_case(c);
-          c.ints = true;
-          c.ct = DType::bf16;
-          run_case(c);
-        }
+    for (DType t : {DType::bf16, DType::fp8})  // fp8: e4m3 exact in bf16, scales per 128 of K
+      for (std::int64_t k : {2, 300, 1030, 301})
+        for (std::int64_t pad : {0, 1, 2})
+          for (int split : {1, 3}) {
+            Case c{};
+            c.isa = isa;
+            c.path = Path::packed;
+            c.at = c.bt = t;
+            c.m = 29, c.n = 70, c.k = k;
+            c.pad = pad;
+            c.split_k = k >= 384 ? split : 1;
+            c.threads = 2;
+            c.alpha = 0.5f, c.beta = 0.25f;
+            run_case(c);
+            c.ints = true;
+            c.ct = DType::bf16;
+            run_case(c);
+          }
   // A and B starting 2 bytes past a 4-byte boundary: the fp32 route, same answer.
   const std::int64_t m = 13, n = 40, k = 64;
   std::vector<std::uint16_t> a(m * k + 1), b(n * k + 1);

@@ -34,8 +34,8 @@ struct Blocking {
   int nc;                      // columns per B panel (0: as many as the budget allows)
   // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights, for
   // 16/8-bit weights (their conversion is free in the decode kernel, not in packing), and for
-  // bf16 A and B where the packed path multiplies bf16 pairs (twice the packed rate).
-  int decode_max_m_f32, decode_max_m_lowp, decode_max_m_pairs;
+  // bf16 and fp8 A and B where the packed path multiplies bf16 pairs.
+  int decode_max_m_f32, decode_max_m_lowp, decode_max_m_pairs, decode_max_m_fp8_pairs;
 };
 
 struct CpuInfo {
@@ -47,8 +47,9 @@ struct CpuInfo {
 
 const CpuInfo& cpu_info();
 // Whether the packed path multiplies these operands as bf16 pairs with family f on this CPU
-// (bf16 A and B, A stored (M, K), B stored (N, K), even K; the engine also needs even leading
-// dimensions and KC and 4-byte-aligned bases, or it takes the fp32 route).
+// (bf16 A and B, or fp8 A and B, whose e4m3 values are exact in bf16; A stored (M, K), B stored
+// (N, K), even K; the engine also needs even leading dimensions and KC (fp8: KC a multiple of
+// 128) and, for bf16, 4-byte-aligned bases, or it takes the fp32 route).
 bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU

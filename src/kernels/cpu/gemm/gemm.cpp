@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -130,11 +131,35 @@ void convert_k_run(const Problem& pr, DType t, At at, Scale scale, std::int64_t 
   }
 }
 
+// fp8 as bf16 pairs: `rows` rows of kc e4m3 values (row r at at(r)) as 32-bit words of two
+// bf16 each, row after row in tmp (kc / 2 words a row), then transposed into a panel of R rows.
+// The values are unscaled (the scales go on the sums) and exact: e4m3 fits bf16.
+template <class At>
+void pack_fp8_pairs(const Problem& pr, int rows, std::int64_t kc, int R, At at, float* tmp,
+                    float* dst) {
+  for (int r = 0; r < rows; ++r) {
+    float* f = tmp + r * kc;
+    pr.fam->convert(at(r), DType::fp8, kc, 1.0f, pr.e4m3, f);
+    auto* w = reinterpret_cast<std::uint32_t*>(f);
+    for (std::int64_t q = 0; q < kc / 2; ++q) {  // w[q] lands at or before f[2q]: in place
+      const std::uint32_t lo = std::bit_cast<std::uint32_t>(f[2 * q]) >> 16;
+      const std::uint32_t hi = std::bit_cast<std::uint32_t>(f[2 * q + 1]) & 0xffff0000u;
+      w[q] = lo | hi;
+    }
+  }
+  pr.fam->interleave(tmp, kc, rows, kc / 2, R, dst);
+}
+
 // Packs rows [i0, i0+rows) x K [p0, p0+kc) of op(A) into an MR-panel (kc x MR).
 void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0, std::int64_t kc,
                   float* dst, float* tmp) {
   const int MR = pr.fam->mr;
   const Params& p = *pr.p;
+  if (pr.pairs && p.a_type == DType::fp8) {
+    pack_fp8_pairs(
+        pr, rows, kc, MR, [&](int r) { return a_at(pr, i0 + r, p0); }, tmp, dst);
+    return;
+  }
   if (pr.pairs) {  // bf16 pairs: the same transpose, on 32-bit words
     pr.fam->interleave(reinterpret_cast<const float*>(a_at(pr, i0, p0)), pr.lda / 2, rows, kc / 2,
                        MR, dst);
@@ -171,6 +196,11 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
                   float* dst, float* tmp) {
   const int NR = pr.fam->nr;
   const Params& p = *pr.p;
+  if (pr.pairs && p.b_type == DType::fp8) {
+    pack_fp8_pairs(
+        pr, cols, kc, NR, [&](int c) { return b_at(pr, p0, j0 + c); }, tmp, dst);
+    return;
+  }
   if (pr.pairs) {
     pr.fam->interleave(reinterpret_cast<const float*>(b_at(pr, p0, j0)), pr.ldb / 2, cols, kc / 2,
                        NR, dst);
@@ -272,6 +302,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const float one = 1.0f, zero = 0.0f;
   const detail::UKernel uk = pr.pairs ? f.ukernel_bf16 : f.ukernel;
   const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
+  const bool fp8_pairs = pr.pairs && p.a_type == DType::fp8;
 
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
@@ -312,6 +343,33 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
               aux.b_next = last_ir ? bp + (jr + NR) * kcw : bp + jr * kcw;
             }
             float* c = cbase + ir * ldc + jr;
+            if (fp8_pairs) {
+              // One 128-wide scale block at a time: its sums times alpha * a_scale(row) *
+              // b_scale(these columns) go onto C (C's first block with beta, then added).
+              const float* a0 = ap + ir * kcw;
+              const float* b0 = bp + jr * kcw;
+              for (std::int64_t q = 0; q < kc; q += kFp8Block) {
+                const std::int64_t qw = std::min<std::int64_t>(kFp8Block, kc - q) / 2;
+                const float bs = b_scale(pr, k0 + p0 + q, jc + jr);
+                alignas(64) float rs[32];
+                for (int i = 0; i < mr; ++i)
+                  rs[i] = *alpha * a_scale(pr, ic + ir + i, k0 + p0 + q) * bs;
+                const float* bq = q == 0 ? beta : &one;
+                const float* aq = a0 + q / 2 * MR;
+                const float* bq_panel = b0 + q / 2 * NR;
+                if (mr == MR && nr == NR) {
+                  aux.row_scale = rs;
+                  uk(qw, &one, aq, bq_panel, bq, c, ldc, 1, &aux);
+                  continue;
+                }
+                aux.row_scale = nullptr;
+                uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
+                for (int i = 0; i < mr; ++i)
+                  for (int j = 0; j < nr; ++j)
+                    c[i * ldc + j] = fma_or_mul(*bq, c[i * ldc + j], rs[i] * edge[i * NR + j]);
+              }
+              continue;
+            }
             if (mr == MR && nr == NR) {
               uk(kcw, alpha, ap + ir * kcw, bp + jr * kcw, beta, c, ldc, 1, &aux);
               continue;
@@ -470,9 +528,11 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.path == Path::automatic) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
-    const int max_m = p.b_type == DType::f32                ? b.decode_max_m_f32
-                      : detail::multiplies_bf16_pairs(p, f) ? b.decode_max_m_pairs
-                                                            : b.decode_max_m_lowp;
+    const bool pairs = detail::multiplies_bf16_pairs(p, f);
+    const int max_m = p.b_type == DType::f32            ? b.decode_max_m_f32
+                      : pairs && p.b_type == DType::fp8 ? b.decode_max_m_fp8_pairs
+                      : pairs                           ? b.decode_max_m_pairs
+                                                        : b.decode_max_m_lowp;
     s.path =
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
@@ -536,8 +596,9 @@ Problem make_problem(const Params& p, const Schedule& s) {
   // bf16 pairs: both operands bf16, stored K-contiguous (A: N, B: T) with even K, leading
   // dimensions and KC and 4-byte-aligned bases, so that every pair is one aligned word.
   const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
+  const bool fp8 = p.a_type == DType::fp8;
   pr.pairs = detail::multiplies_bf16_pairs(p, *pr.fam) && pr.lda % 2 == 0 && pr.ldb % 2 == 0 &&
-             s.kc % 2 == 0 && aligned4(p.a) && aligned4(p.b);
+             s.kc % (fp8 ? kFp8Block : 2) == 0 && (fp8 || (aligned4(p.a) && aligned4(p.b)));
   pr.kw = pr.pairs ? 2 : 1;
   return pr;
 }

@@ -21,6 +21,9 @@ namespace attain::gemm::detail {
 struct UkAux {
   const float* a_next = nullptr;
   const float* b_next = nullptr;
+  // Per-row multipliers of the sums in place of alpha (nullptr: alpha): fp8 as bf16 pairs,
+  // where each 128-wide K block has its own scale per row of A and per 128 columns of B.
+  const float* row_scale = nullptr;
 };
 
 // a: packed A micro-panel, k x MR (MR contiguous per k). b: packed B micro-panel, k x NR.

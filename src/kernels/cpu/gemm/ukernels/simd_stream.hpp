@@ -184,8 +184,7 @@ struct Stream {
 
   // After a scan found a NaN code somewhere in rows[0..nr) over [k0, k1) (rare): bit j set
   // when row j has one.
-  static unsigned nan_rows(const std::byte* const* rows, int nr, std::int64_t k0,
-                           std::int64_t k1) {
+  static unsigned nan_rows(const std::byte* const* rows, int nr, std::int64_t k0, std::int64_t k1) {
     unsigned hit = 0;
     for (int j = 0; j < nr; ++j) {
       typename S::NanAcc nan = S::nan_none();

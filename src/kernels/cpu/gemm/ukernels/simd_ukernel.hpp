@@ -79,13 +79,15 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   const V va = S::bcast(alpha);
   const bool read_c = *beta != 0.0f;
   const V vb = S::bcast(beta);
+  const float* row_scale = aux != nullptr ? aux->row_scale : nullptr;
   if (cs_c == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       float* ci = c + i * rs_c;
+      const V vai = row_scale != nullptr ? S::bcast(row_scale + i) : va;
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) {
-        const V r = S::mul(va, acc[i][j]);
+        const V r = S::mul(vai, acc[i][j]);
         S::store(ci + j * S::kLanes, read_c ? S::fma(vb, S::load(ci + j * S::kLanes), r) : r);
       }
     }
@@ -94,7 +96,7 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   alignas(64) float t[S::kLanes];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) {
-      S::store(t, S::mul(va, acc[i][j]));
+      S::store(t, S::mul(row_scale != nullptr ? S::bcast(row_scale + i) : va, acc[i][j]));
       for (int l = 0; l < S::kLanes; ++l) {
         float& dst = c[i * rs_c + (j * S::kLanes + l) * cs_c];
         dst = read_c ? S::fma1(*beta, dst, t[l]) : t[l];
