@@ -3,11 +3,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include "attain/catalog.hpp"
+#include "attain/dtype.hpp"
 #include "attain/moe.hpp"
+#include "moe/reduce_kernels.hpp"
 
 using namespace attain;
 using namespace attain::moe;
@@ -223,3 +227,51 @@ TEST(MoeExpertMlp, RejectsWhatTheBackendCannotRun) {
 }
 
 }  // namespace
+
+// The combine's weighted row sums, every ISA variant this CPU runs: against an fp64 reference
+// (one bf16 rounding of the fp32 sum apart), tails that are not a multiple of the 64-wide
+// chunk, no rows (zeros), up to 9 rows, and a NaN or Inf in one row reaching the output.
+TEST(MoeRowOps, WeightedSumEveryIsaMatchesFp64) {
+  using attain::moe::detail::RowOps;
+  std::vector<const RowOps*> isas = {&attain::moe::detail::row_ops_generic()};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isas.push_back(&attain::moe::detail::row_ops_avx2());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    isas.push_back(&attain::moe::detail::row_ops_avx512());
+  EXPECT_STREQ(attain::moe::detail::row_ops().isa, isas.back()->isa);
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (const RowOps* ops : isas)
+    for (const std::int64_t n : {0, 1, 63, 64, 65, 200, 7168})
+      for (const int nrows : {0, 1, 4, 9}) {
+        std::vector<std::vector<std::uint16_t>> rows(nrows, std::vector<std::uint16_t>(n));
+        std::vector<const std::uint16_t*> ptr;
+        std::vector<float> w;
+        for (auto& r : rows) {
+          for (auto& v : r) v = attain::f32_to_bf16(u(g));
+          ptr.push_back(r.data());
+          w.push_back(u(g));
+        }
+        std::vector<std::uint16_t> out(n + 8, 0xabcd);  // 8 guard values after the row
+        ops->weighted_sum(out.data(), ptr.data(), w.data(), nrows, n);
+        for (std::int64_t j = 0; j < n; ++j) {
+          double ref = 0, mag = 0;
+          for (int r = 0; r < nrows; ++r) {
+            ref += double{w[r]} * attain::bf16_to_f32(rows[r][j]);
+            mag += std::abs(double{w[r]} * attain::bf16_to_f32(rows[r][j]));
+          }
+          const double got = attain::bf16_to_f32(out[j]);
+          ASSERT_LE(std::abs(got - ref), std::abs(ref) / 256 + 1e-6 * mag + 1e-30)
+              << ops->isa << " n=" << n << " rows=" << nrows << " j=" << j;
+        }
+        for (int j = 0; j < 8; ++j) ASSERT_EQ(out[n + j], 0xabcd) << ops->isa << " wrote past n";
+        if (nrows == 0 || n < 65) continue;
+        rows[nrows - 1][1] = attain::f32_to_bf16(std::numeric_limits<float>::quiet_NaN());
+        rows[0][n - 1] = attain::f32_to_bf16(std::numeric_limits<float>::infinity());
+        w[0] = 1.0f;
+        ops->weighted_sum(out.data(), ptr.data(), w.data(), nrows, n);
+        EXPECT_TRUE(std::isnan(attain::bf16_to_f32(out[1]))) << ops->isa;
+        const float last = attain::bf16_to_f32(out[n - 1]);
+        EXPECT_TRUE(std::isinf(last) || std::isnan(last)) << ops->isa;
+      }
+}

@@ -94,7 +94,6 @@ bool launched_by_mpirun() {
   return false;
 }
 
-
 // ---------------------------------------------------------------- handles
 
 struct Handle::State {
@@ -500,7 +499,8 @@ struct ExpertComm::Impl {
     const std::int64_t c = ++seq_c;
     const std::int64_t T = cfg.max_tokens, H = cfg.hidden;
     const auto& ops = detail::row_ops();
-    std::vector<float> acc(idx(H));
+    std::vector<const std::uint16_t*> rows;
+    std::vector<float> wts;
     partial.resize(idx(T * H));
     double local = 0;
     for (int k = 0; k < R; ++k) {
@@ -512,12 +512,15 @@ struct ExpertComm::Impl {
       auto* dst = dest == me ? reinterpret_cast<std::uint16_t*>(base + off) : partial.data();
       for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t tok = st.recv_begin[idx(dest)] + i;
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        rows.clear();
+        wts.clear();
         for (std::int64_t q = st.tok_rows_ptr[idx(tok)]; q < st.tok_rows_ptr[idx(tok + 1)]; ++q) {
           const std::int32_t row = st.tok_rows[idx(q)];
-          ops.axpy(acc.data(), y + idx(row * H), st.row_weight[idx(row)], H);
+          rows.push_back(y + idx(row * H));
+          wts.push_back(st.row_weight[idx(row)]);
         }
-        ops.store(dst + idx(i * H), acc.data(), H);
+        ops.weighted_sum(dst + idx(i * H), rows.data(), wts.data(), static_cast<int>(rows.size()),
+                         H);
       }
       local += since(tr);
       if (dest == me) continue;
@@ -531,16 +534,16 @@ struct ExpertComm::Impl {
     sync_local();
     tm.transfer_s = since(t0) - local;
     const auto t1 = Clock::now();
+    wts.assign(idx(R), 1.0f);
     for (std::int64_t t = 0; t < st.tokens; ++t) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      rows.clear();
       for (int r = 0; r < R; ++r) {
         const std::int32_t i = st.pos[idx(t * R + r)];
         if (i < 0) continue;
-        ops.axpy(acc.data(),
-                 reinterpret_cast<const std::uint16_t*>(base + off_c + idx((r * T + i) * H * 2)),
-                 1.0f, H);
+        rows.push_back(
+            reinterpret_cast<const std::uint16_t*>(base + off_c + idx((r * T + i) * H * 2)));
       }
-      ops.store(out + idx(t * H), acc.data(), H);
+      ops.weighted_sum(out + idx(t * H), rows.data(), wts.data(), static_cast<int>(rows.size()), H);
     }
     for (int src = 0; src < R; ++src)
       if (src != me) store(src, slot(kCFree, me), c);
@@ -644,16 +647,18 @@ struct ExpertComm::Impl {
     const auto t1 = Clock::now();
     const Routing& rt = *st.routing;
     const auto& ops = detail::row_ops();
-    std::vector<float> acc(idx(H));
+    std::vector<const std::uint16_t*> rows;
+    std::vector<float> wts;
     for (std::int64_t t = 0; t < st.tokens; ++t) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      rows.clear();
+      wts.clear();
       for (std::int64_t k = 0; k < K; ++k) {
         if (rt.id(t, static_cast<int>(k)) < 0) continue;
-        ops.axpy(acc.data(),
-                 reinterpret_cast<const std::uint16_t*>(base + off_c + idx((t * K + k) * H * 2)),
-                 rt.weight(t, static_cast<int>(k)), H);
+        rows.push_back(
+            reinterpret_cast<const std::uint16_t*>(base + off_c + idx((t * K + k) * H * 2)));
+        wts.push_back(rt.weight(t, static_cast<int>(k)));
       }
-      ops.store(out + idx(t * H), acc.data(), H);
+      ops.weighted_sum(out + idx(t * H), rows.data(), wts.data(), static_cast<int>(rows.size()), H);
     }
     for (int r = 0; r < R; ++r)
       if (r != me) store(r, slot(kCFree, me), c);
