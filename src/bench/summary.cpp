@@ -141,8 +141,9 @@ std::string format_table(const std::vector<Result>& results,
   out += "\n";
   for (const auto& spec : specs) {
     const Result* any = by[spec].begin()->second;
-    out += fmt::format("{:<58} {:<8}", spec.size() > 58 ? spec.substr(0, 55) + "..." : spec,
-                       any->op.prov.phase);
+    std::string shown = spec;  // long specs cut to the column
+    if (shown.size() > 58) shown.resize(55), shown += "...";
+    out += fmt::format("{:<58} {:<8}", shown, any->op.prov.phase);
     for (const auto& b : order) {
       auto it = by[spec].find(b);
       if (it == by[spec].end()) {
