@@ -433,6 +433,74 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
   EXPECT_EQ(resolve(q).path, Path::decode);
 }
 
+// fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): M 1-4 in blocks of
+// two rows, W row groups of 4 and single tail rows, K a multiple of 64 with a half block of 64
+// at the end, split-K slices, both thread counts, padded leading dimensions, alpha/beta and a
+// bf16 C; exact on small integers. M = 5 and K = 100 take the fp32 route (checked the same way).
+TEST(Gemm, Fp8PairsDecode) {
+  Params q;
+  q.a_type = q.b_type = DType::fp8;
+  q.m = 4, q.n = 64, q.k = 192;
+  const detail::KernelFamily& f = detail::family(Isa::avx512);
+  const bool pairs =
+      detail::cpu_info().avx512_bf16 && detail::cpu_info().avx512vbmi && isa_supported(Isa::avx512);
+  EXPECT_EQ(detail::decodes_fp8_pairs(q, f), pairs);
+  q.m = 5;
+  EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
+  q.m = 1, q.k = 100;
+  EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
+  q.k = 128, q.a_type = DType::f32;
+  EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
+  EXPECT_FALSE(detail::decodes_fp8_pairs(q, detail::family(Isa::avx2)));
+  for (std::int64_t m : {1, 2, 3, 4, 5})
+    for (std::int64_t n : {1, 4, 13, 130})
+      for (std::int64_t k : {64, 192, 2048, 100})
+        for (int threads : {1, 2}) {
+          Case c{};
+          c.at = c.bt = DType::fp8;
+          c.path = Path::decode;
+          c.m = m, c.n = n, c.k = k;
+          c.threads = threads;
+          c.pad = n == 13 ? 64 : 0;
+          c.split_k = k == 2048 && threads == 2 ? 3 : 0;
+          run_case(c);
+          c.ints = true;
+          run_case(c);
+          c.ints = false;
+          c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+          run_case(c);
+        }
+  // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
+  const std::uint8_t half = f32_to_e4m3(0.5f);
+  for (std::int64_t k : {64, 320})
+    for (const bool in_a : {false, true}) {
+      const std::int64_t m = 3, n = 9, kb = ceil_div(k, kFp8Block);
+      std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), half),
+          w(static_cast<std::size_t>(n * k), half);
+      (in_a ? a[static_cast<std::size_t>(1 * k + k - 3)]
+            : w[static_cast<std::size_t>(5 * k + 70 % k)]) = 0xff;
+      std::vector<float> as(static_cast<std::size_t>(m * kb), 1.0f),
+          ws(static_cast<std::size_t>(kb), 1.0f);
+      std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+      Params p;
+      p.a = a.data(), p.b = w.data(), p.c = c.data();
+      p.a_type = p.b_type = DType::fp8;
+      p.a_scale = as.data(), p.b_scale = ws.data();
+      p.m = m, p.n = n, p.k = k;
+      p.schedule.path = Path::decode;
+      gemm(p);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const float v = c[static_cast<std::size_t>(i * n + j)];
+          if (in_a ? i == 1 : j == 5) {
+            EXPECT_TRUE(std::isnan(v)) << k << " " << in_a << " " << i << "," << j;
+          } else {
+            EXPECT_EQ(v, 0.25f * static_cast<float>(k)) << k << " " << in_a << " " << i << "," << j;
+          }
+        }
+    }
+}
+
 // The vector 16-bit write-back of C against the scalar one (fma(beta, c, alpha * sum), then
 // f32_to_bf16 / f32_to_f16) bit for bit: ties to even, values rounding up to Inf, Inf, NaNs
 // (quiet and signaling, both signs), fp16 subnormals and overflow, fp32 denormals, -0, beta 0

@@ -44,6 +44,7 @@ CpuInfo probe_cpu() {
     c.avx512dq = ((b >> 17) & 1) && zmm_os;
     c.avx512bw = ((b >> 30) & 1) && zmm_os;
     c.avx512vl = ((b >> 31) & 1) && zmm_os;
+    c.avx512vbmi = ((cx >> 1) & 1) && zmm_os;
     const unsigned subleaves = a;
     if (subleaves >= 1) {
       __cpuid_count(7, 1, a, b, cx, d);
@@ -56,7 +57,7 @@ CpuInfo probe_cpu() {
 // Kernel families, best first (the per-ISA pieces live in ukernels/<isa>/).
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx2,
-     decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512},
+     decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
@@ -111,6 +112,13 @@ bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f) {
                       (p.a_type == DType::fp8 && p.b_type == DType::fp8);
   return f.ukernel_bf16 != nullptr && cpu_info().avx512_bf16 && dtypes && p.trans_a == Trans::N &&
          p.trans_b == Trans::T && p.k % 2 == 0;
+}
+
+bool decodes_fp8_pairs(const Params& p, const KernelFamily& f) {
+  const CpuInfo& c = cpu_info();
+  return f.decode_fp8_pairs != nullptr && c.avx512_bf16 && c.avx512vbmi && p.a_type == DType::fp8 &&
+         p.b_type == DType::fp8 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
+         p.m <= kDecodeFp8PairsMaxM && p.k % 64 == 0;
 }
 
 const KernelFamily& family(Isa isa) {

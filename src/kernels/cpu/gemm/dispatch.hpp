@@ -25,6 +25,8 @@ struct KernelFamily {
   UKernel ukernel_bf16 = nullptr;
   // 16-bit rows of C from fp32 sums (nullptr: the scalar write-back).
   Round16 round16 = nullptr;
+  // fp8 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_fp8_pairs().
+  Decode decode_fp8_pairs = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -42,7 +44,7 @@ struct CpuInfo {
   std::string vendor;  // "AuthenticAMD", "GenuineIntel"
   int family = 0, model = 0;
   bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false;
-  bool avx512vl = false, avx512dq = false, avx512_bf16 = false;
+  bool avx512vl = false, avx512dq = false, avx512_bf16 = false, avx512vbmi = false;
 };
 
 const CpuInfo& cpu_info();
@@ -51,6 +53,10 @@ const CpuInfo& cpu_info();
 // (N, K), even K; the engine also needs even leading dimensions and KC (fp8: KC a multiple of
 // 128) and, for bf16, 4-byte-aligned bases, or it takes the fp32 route).
 bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f);
+// Whether the decode path runs fp8 x fp8 as bf16 pairs with family f on this CPU (AVX512-BF16
+// and VBMI; A stored (M, K) with M <= kDecodeFp8PairsMaxM, W stored (N, K), K a multiple of 64).
+inline constexpr std::int64_t kDecodeFp8PairsMaxM = 4;
+bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

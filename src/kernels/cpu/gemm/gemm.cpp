@@ -89,6 +89,9 @@ struct Problem {
   // The decode path: A as fp32 rows with scales applied (p->a itself when it already is).
   const float* a32 = nullptr;
   std::int64_t lda32 = 0;
+  // ...or, for fp8 A and W as bf16 pairs (decodes_fp8_pairs), A as unscaled bf16 rows in the
+  // kernel's order (permute_a_fp8_pairs), K values per row.
+  const std::uint16_t* a16 = nullptr;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -414,10 +417,18 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
   const std::int64_t tiles = ceil_div(g.k, pr.s.decode_k_tile);
   g.k_tile = tiles <= 1 ? pr.s.decode_k_tile : round_up(ceil_div(g.k, tiles), kFp8Block);
   g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
+  detail::Decode decode = pr.fam->decode;
+  if (pr.a16 != nullptr) {  // k0 is a multiple of 128 (slices are): blocks and scales align
+    g.a16 = pr.a16 + k0;
+    g.lda16 = p.k;
+    g.a_scale = p.a_scale + k0 / kFp8Block;
+    g.ld_ascale = pr.lda_s;
+    decode = pr.fam->decode_fp8_pairs;
+  }
   if (slice >= 0) {  // a partial sum: reduced by finish_split()
     g.out = pr.partial + slice * p.m * p.n + n0;
     g.ldo = p.n;
-    pr.fam->decode(g);
+    decode(g);
     return;
   }
   const bool direct = p.c_type == DType::f32 && p.alpha == 1.0f && p.beta == 0.0f;
@@ -428,7 +439,7 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
     g.out = ws.out.get(p.m * (n1 - n0));
     g.ldo = n1 - n0;
   }
-  pr.fam->decode(g);
+  decode(g);
   if (!direct) write_back(pr, 0, n0, p.m, n1 - n0, g.out, g.ldo);
 }
 
@@ -730,7 +741,15 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::decode) {
       pr.a32 = static_cast<const float*>(p.a);
       pr.lda32 = pr.lda;
-      if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
+      if (detail::decodes_fp8_pairs(p, *pr.fam)) {
+        // A as bf16 (half the floats of the buffer reserved for it), scales kept apart.
+        auto* buf = reinterpret_cast<std::uint16_t*>(conv_buf);
+        conv_buf += round_up(p.m * p.k, 16);
+        for (std::int64_t i = 0; i < p.m; ++i)
+          detail::permute_a_fp8_pairs(static_cast<const std::uint8_t*>(p.a) + i * pr.lda, p.k,
+                                      pr.e4m3, buf + i * p.k);
+        pr.a16 = buf;
+      } else if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
         // A as fp32 rows with its scales applied (small: M <= 64 rows).
         float* buf = conv_buf;
         conv_buf += round_up(p.m * p.k, 16);
