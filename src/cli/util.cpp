@@ -53,9 +53,13 @@ void OpSource::add_to(CLI::App* sub, bool with_sample) {
   sub->add_option("--suite", suite, "a named suite: llm-1055 or quick");
   sub->add_option("--model", model,
                   "a bundled model name (e.g. deepseek-v3) or a config.json path");
-  sub->add_option("--op", ops, "an op spec, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16 (repeatable)")
+  // `--op A B C` and `--op A --op B` alike, so a shell's brace expansion
+  // (--op gemm:m=8,n=4096,k=7168,dtype={fp32,bf16}) works.
+  sub->add_option("--op", ops,
+                  "op specs, e.g. gemm:m=8,n=4096,k=7168,dtype=bf16 (several after one --op, or "
+                  "repeat --op)")
       ->take_all()
-      ->allow_extra_args(false);
+      ->allow_extra_args(true);
   sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
   sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")
       ->capture_default_str();

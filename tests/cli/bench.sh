@@ -21,6 +21,10 @@ for r in d["results"]:
     assert r["op"]["spec"] == "gemm:m=3,n=40,k=70,dtype=fp32"
     assert 0 < r["efficiency"], r
 PY
+# Several specs after one --op (what a shell's brace expansion gives), and --op repeated.
+"$ATTAIN" bench --op gemm:m=2,n=8,k=16,dtype={fp32,bf16} --op gemm:m=1,n=4,k=8,dtype=fp32 \
+  --backend reference --max-seconds 0.01 --json > "$TMP/multi.json"
+json_get "$TMP/multi.json" 'len(d["results"])' | grep -q '^3$' || fail "three ops from two --op"
 # bf16 on OpenBLAS is recorded as unsupported with a reason, never converted.
 "$ATTAIN" bench --shape 2x16x32 --dtype bf16 --backend openblas,reference --max-seconds 0.01 --json > "$TMP/u.json"
 python3 - "$TMP/u.json" <<'PY'
