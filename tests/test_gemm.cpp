@@ -433,26 +433,29 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
   EXPECT_EQ(resolve(q).path, Path::decode);
 }
 
-// fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): M 1-4 in blocks of
-// two rows, W row groups of 4 and single tail rows, K a multiple of 64 with a half block of 64
-// at the end, split-K slices, both thread counts, padded leading dimensions, alpha/beta and a
-// bf16 C; exact on small integers. M = 5 and K = 100 take the fp32 route (checked the same way).
+// fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): rows of A in blocks
+// of two (M 1-5, 17), W row groups of 4 and single tail rows, K a multiple of 64 with a half
+// block of 64 at the end, split-K slices, both thread counts, padded leading dimensions,
+// alpha/beta and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the
+// same way). The default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
 TEST(Gemm, Fp8PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::fp8;
-  q.m = 4, q.n = 64, q.k = 192;
+  q.m = 64, q.n = 64, q.k = 192;
   const detail::KernelFamily& f = detail::family(Isa::avx512);
   const bool pairs =
       detail::cpu_info().avx512_bf16 && detail::cpu_info().avx512vbmi && isa_supported(Isa::avx512);
   EXPECT_EQ(detail::decodes_fp8_pairs(q, f), pairs);
-  q.m = 5;
+  q.m = 48;
+  EXPECT_EQ(resolve(q).path, pairs ? Path::decode : Path::packed);
+  q.m = 65;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   q.m = 1, q.k = 100;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   q.k = 128, q.a_type = DType::f32;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, detail::family(Isa::avx2)));
-  for (std::int64_t m : {1, 2, 3, 4, 5})
+  for (std::int64_t m : {1, 2, 3, 4, 5, 17})
     for (std::int64_t n : {1, 4, 13, 130})
       for (std::int64_t k : {64, 192, 2048, 100})
         for (int threads : {1, 2}) {

@@ -118,7 +118,7 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f) {
   const CpuInfo& c = cpu_info();
   return f.decode_fp8_pairs != nullptr && c.avx512_bf16 && c.avx512vbmi && p.a_type == DType::fp8 &&
          p.b_type == DType::fp8 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
-         p.m <= kDecodeFp8PairsMaxM && p.k % 64 == 0;
+         p.m <= kDecodeMaxM && p.k % 64 == 0;
 }
 
 const KernelFamily& family(Isa isa) {

@@ -54,8 +54,7 @@ const CpuInfo& cpu_info();
 // 128) and, for bf16, 4-byte-aligned bases, or it takes the fp32 route).
 bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs fp8 x fp8 as bf16 pairs with family f on this CPU (AVX512-BF16
-// and VBMI; A stored (M, K) with M <= kDecodeFp8PairsMaxM, W stored (N, K), K a multiple of 64).
-inline constexpr std::int64_t kDecodeFp8PairsMaxM = 4;
+// and VBMI; A stored (M, K), W stored (N, K), K a multiple of 64; any M the decode path takes).
 bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
