@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <vector>
@@ -421,16 +422,42 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
         EXPECT_EQ(c[i * n + j], ref) << off << " " << i << "," << j;
       }
   }
-  // The default's decode/packed crossover moves down to M = 16 where the pairs run.
+  // The default's decode/packed crossover moves down to M = 32 where the pairs run (both
+  // paths multiply bf16 pairs; 64 on the fp32 route).
   Params q;
-  q.m = 24, q.n = 4096, q.k = 4096;
+  q.m = 40, q.n = 4096, q.k = 4096;
   q.a_type = q.b_type = DType::bf16;
   const bool pairs = detail::cpu_info().avx512_bf16 && detected_isa() == Isa::avx512;
   EXPECT_EQ(resolve(q).path, pairs ? Path::packed : Path::decode);
-  q.m = 16;
+  q.m = 32;
   EXPECT_EQ(resolve(q).path, Path::decode);
   q.m = 24, q.a_type = DType::f32;  // fp32 A: the fp32 route, crossover at 64
   EXPECT_EQ(resolve(q).path, Path::decode);
+}
+
+// The decode path with A and W of dtype t: every m x n (1, 4, 13, 130) x k x threads (1, 2)
+// on random data, on small integers (exact) and with alpha/beta into a bf16 C; n = 13 with
+// `pad` extra elements per row of A, W and C; split-K in 3 slices at k = 2048 with 2 threads.
+void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
+                 std::initializer_list<std::int64_t> ks, std::int64_t pad) {
+  for (std::int64_t m : ms)
+    for (std::int64_t n : {1, 4, 13, 130})
+      for (std::int64_t k : ks)
+        for (int threads : {1, 2}) {
+          Case c{};
+          c.at = c.bt = t;
+          c.path = Path::decode;
+          c.m = m, c.n = n, c.k = k;
+          c.threads = threads;
+          c.pad = n == 13 ? pad : 0;
+          c.split_k = k == 2048 && threads == 2 ? 3 : 0;
+          run_case(c);
+          c.ints = true;
+          run_case(c);
+          c.ints = false;
+          c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+          run_case(c);
+        }
 }
 
 // fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): rows of A in blocks
@@ -455,24 +482,7 @@ TEST(Gemm, Fp8PairsDecode) {
   q.k = 128, q.a_type = DType::f32;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, detail::family(Isa::avx2)));
-  for (std::int64_t m : {1, 2, 3, 4, 5, 17})
-    for (std::int64_t n : {1, 4, 13, 130})
-      for (std::int64_t k : {64, 192, 2048, 100})
-        for (int threads : {1, 2}) {
-          Case c{};
-          c.at = c.bt = DType::fp8;
-          c.path = Path::decode;
-          c.m = m, c.n = n, c.k = k;
-          c.threads = threads;
-          c.pad = n == 13 ? 64 : 0;
-          c.split_k = k == 2048 && threads == 2 ? 3 : 0;
-          run_case(c);
-          c.ints = true;
-          run_case(c);
-          c.ints = false;
-          c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
-          run_case(c);
-        }
+  decode_grid(DType::fp8, {1, 2, 3, 4, 5, 17}, {64, 192, 2048, 100}, 64);
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
   const std::uint8_t half = f32_to_e4m3(0.5f);
   for (std::int64_t k : {64, 320})
@@ -502,6 +512,66 @@ TEST(Gemm, Fp8PairsDecode) {
           }
         }
     }
+}
+
+// bf16 A and W on the decode path as bf16 pairs (AVX512-BF16 CPUs): rows of A in blocks of
+// four, two and one (M 1-7, 17, 64), W row groups of 4 and single tail rows, any K (1, 31, 33,
+// 63, 64, 100, 2048: the masked tail of < 64 values), split-K slices, both thread counts,
+// padded (odd) leading dimensions, alpha/beta and a bf16 C; exact on small integers; NaN and
+// Inf in A or W reach only their outputs. The default decodes bf16 x bf16 up to
+// decode_max_m_pairs.
+TEST(Gemm, Bf16PairsDecode) {
+  Params q;
+  q.a_type = q.b_type = DType::bf16;
+  q.m = 64, q.n = 64, q.k = 37;
+  const detail::KernelFamily& f = detail::family(Isa::avx512);
+  const bool pairs = detail::cpu_info().avx512_bf16 && isa_supported(Isa::avx512);
+  EXPECT_EQ(detail::decodes_bf16_pairs(q, f), pairs);
+  q.m = 65;
+  EXPECT_FALSE(detail::decodes_bf16_pairs(q, f));
+  q.m = 1, q.a_type = DType::f32;
+  EXPECT_FALSE(detail::decodes_bf16_pairs(q, f));
+  q.a_type = DType::bf16, q.trans_a = Trans::T;
+  EXPECT_FALSE(detail::decodes_bf16_pairs(q, f));
+  q.trans_a = Trans::N, q.b_type = DType::fp8;
+  EXPECT_FALSE(detail::decodes_bf16_pairs(q, f));
+  q.b_type = DType::bf16;
+  EXPECT_FALSE(detail::decodes_bf16_pairs(q, detail::family(Isa::avx2)));
+  decode_grid(DType::bf16, {1, 2, 3, 4, 5, 6, 7, 17, 64}, {1, 31, 33, 63, 64, 100, 2048}, 3);
+  // NaN or Inf in A or W: that row's / column's outputs are NaN (Inf * 1 summed with the rest,
+  // Inf * 0 where the partner is 0: NaN either way with these values), the others exact.
+  const std::uint16_t one = f32_to_bf16(1.0f), zero = f32_to_bf16(0.0f);
+  for (std::int64_t k : {64, 100})
+    for (const bool in_a : {false, true})
+      for (const float bad :
+           {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        const std::int64_t m = 5, n = 9;
+        std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k), one),
+            w(static_cast<std::size_t>(n * k), one);
+        // Inf meets a 0 partner (NaN); the NaN a 1.
+        const std::int64_t at = k - 3;
+        (in_a ? a[static_cast<std::size_t>(1 * k + at)] : w[static_cast<std::size_t>(5 * k + at)]) =
+            f32_to_bf16(bad);
+        if (std::isinf(bad))
+          for (auto& v : in_a ? w : a) v = zero;  // every other product 0
+        std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+        Params p;
+        p.a = a.data(), p.b = w.data(), p.c = c.data();
+        p.a_type = p.b_type = DType::bf16;
+        p.m = m, p.n = n, p.k = k;
+        p.schedule.path = Path::decode;
+        gemm(p);
+        const float others = std::isinf(bad) ? 0.0f : static_cast<float>(k);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float v = c[static_cast<std::size_t>(i * n + j)];
+            if (in_a ? i == 1 : j == 5) {
+              EXPECT_TRUE(std::isnan(v)) << k << " " << in_a << " " << i << "," << j;
+            } else {
+              EXPECT_EQ(v, others) << k << " " << in_a << " " << i << "," << j;
+            }
+          }
+      }
 }
 
 // The vector 16-bit write-back of C against the scalar one (fma(beta, c, alpha * sum), then

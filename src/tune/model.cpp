@@ -125,6 +125,15 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
   const std::int64_t slices = ceil_div(p.k, kl);
   if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
   if (s.path == Path::decode) {
+    // The bf16-pairs decode kernels run at the bf16 dot peak: bf16 W as it is stored, fp8 W
+    // through two byte lookups (about a third of the fp32 route's conversion cost).
+    const bool bf16_pairs = gemm::detail::decodes_bf16_pairs(p, fam);
+    const bool fp8_pairs = gemm::detail::decodes_fp8_pairs(p, fam);
+    const double dec_peak =
+        (bf16_pairs || fp8_pairs) && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
+    const double conv = bf16_pairs  ? 0.0
+                        : fp8_pairs ? convert_s(p.b_type) / 3
+                                    : convert_s(p.b_type);
     const std::int64_t chunk =
         round_up(ceil_div(p.n, std::max(1, s.threads_n)), gemm::detail::kDecodeRows);
     for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
@@ -136,12 +145,12 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
         w.bw_eff = kDecodeBwEff;
         // Prefetch: one stage leaves the next tile's latency exposed.
         w.mem_factor = s.stages <= 1 ? 1.15 : 1.0;
-        w.compute_s = 2.0 * d(p.m) * nb * k / (peak * kDecodeEff) + nb * k * convert_s(p.b_type);
+        w.compute_s = 2.0 * d(p.m) * nb * k / (dec_peak * kDecodeEff) + nb * k * conv;
         w.fixed_s = kBlockS;
         out.push_back(w);
       }
     }
-    if (p.a_type != DType::f32) serial += d(p.m * p.k) * kSerialS;
+    if (p.a_type != DType::f32 && !bf16_pairs) serial += d(p.m * p.k) * kSerialS;  // A converted
     return;
   }
   // bf16 A and B multiplied as bf16 pairs: the packed kernel runs at the bf16 dot peak.

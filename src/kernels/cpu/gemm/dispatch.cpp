@@ -57,7 +57,8 @@ CpuInfo probe_cpu() {
 // Kernel families, best first (the per-ISA pieces live in ukernels/<isa>/).
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx2,
-     decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi},
+     decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
+     decode_bf16_pairs_avx512bf16},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
@@ -80,13 +81,16 @@ constexpr std::int64_t kMiB = 1 << 20;
 // passes over C plus a KC x NC block of B that stays in L2 beat an L1-sized micro-panel
 // (2048^3 fp32, 1 thread: 176 -> 190-198 GFLOP/s; 128x32768x512, 2 threads: 209 -> 267);
 // decode beats packing up to M 32 (fp32) and M 64 (bf16, fp8), and where the packed path
-// multiplies bf16 pairs up to M 16 for bf16 A and B (2 threads, N=4096 K=4096 and N=24576
-// K=1536: decode faster at M=16 by 14-22%, packed faster at M=24 by 18-21%) and M 32 for fp8
-// (N=7168 K=2048: decode faster at 32 by 14%, even at 40, packed faster at 48 by 20%).
+// multiplies bf16 pairs up to M 32 for bf16 A and B, which the decode path multiplies as bf16
+// pairs too (2026-12-01, 2 threads, cold, min of 3: N x K = 24576 x 1536 decode faster at M=16
+// / 24 / 32 / 40 by 28 / 6 / 17 / 11%; 16384 x 4096, 7168 x 2048, 2112 x 7168, 4096 x 4096
+// within 10% either way at 24-32, packed faster at 48-64 by 10-20%; before that decode: M 16)
+// and M 32 for fp8 without VBMI (N=7168 K=2048: decode faster at 32 by 14%, even at 40,
+// packed faster at 48 by 20%).
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 16, 32}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64}},
-    {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 16, 32}},
+    {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},
 }};
@@ -119,6 +123,12 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f) {
   return f.decode_fp8_pairs != nullptr && c.avx512_bf16 && c.avx512vbmi && p.a_type == DType::fp8 &&
          p.b_type == DType::fp8 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
          p.m <= kDecodeMaxM && p.k % 64 == 0;
+}
+
+bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
+  return f.decode_bf16_pairs != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
+         p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
+         p.m <= kDecodeMaxM;
 }
 
 const KernelFamily& family(Isa isa) {

@@ -27,6 +27,8 @@ struct KernelFamily {
   Round16 round16 = nullptr;
   // fp8 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_fp8_pairs().
   Decode decode_fp8_pairs = nullptr;
+  // bf16 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_bf16_pairs().
+  Decode decode_bf16_pairs = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -56,6 +58,9 @@ bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs fp8 x fp8 as bf16 pairs with family f on this CPU (AVX512-BF16
 // and VBMI; A stored (M, K), W stored (N, K), K a multiple of 64; any M the decode path takes).
 bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
+// Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
+// (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
+bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

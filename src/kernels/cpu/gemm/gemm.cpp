@@ -89,9 +89,12 @@ struct Problem {
   // The decode path: A as fp32 rows with scales applied (p->a itself when it already is).
   const float* a32 = nullptr;
   std::int64_t lda32 = 0;
-  // ...or, for fp8 A and W as bf16 pairs (decodes_fp8_pairs), A as unscaled bf16 rows in the
-  // kernel's order (permute_a_fp8_pairs), K values per row.
+  // ...or, where the decode path multiplies bf16 pairs (`pairs_decode`: decodes_bf16_pairs,
+  // decodes_fp8_pairs), A as bf16 rows: bf16 A itself, fp8 A unscaled in the kernel's order
+  // (permute_a_fp8_pairs, K values per row).
+  detail::Decode pairs_decode = nullptr;
   const std::uint16_t* a16 = nullptr;
+  std::int64_t lda16 = 0;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -416,14 +419,17 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
   // so a short tile followed by a long one would leave part of the long one unfetched.
   const std::int64_t tiles = ceil_div(g.k, pr.s.decode_k_tile);
   g.k_tile = tiles <= 1 ? pr.s.decode_k_tile : round_up(ceil_div(g.k, tiles), kFp8Block);
-  g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
   detail::Decode decode = pr.fam->decode;
-  if (pr.a16 != nullptr) {  // k0 is a multiple of 128 (slices are): blocks and scales align
+  if (pr.pairs_decode != nullptr) {  // k0 is a multiple of 128 (slices are): blocks align
     g.a16 = pr.a16 + k0;
-    g.lda16 = p.k;
-    g.a_scale = p.a_scale + k0 / kFp8Block;
-    g.ld_ascale = pr.lda_s;
-    decode = pr.fam->decode_fp8_pairs;
+    g.lda16 = pr.lda16;
+    if (p.a_type == DType::fp8) {
+      g.a_scale = p.a_scale + k0 / kFp8Block;
+      g.ld_ascale = pr.lda_s;
+    }
+    decode = pr.pairs_decode;
+  } else {
+    g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
   }
   if (slice >= 0) {  // a partial sum: reduced by finish_split()
     g.out = pr.partial + slice * p.m * p.n + n0;
@@ -728,7 +734,16 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
     if (p.k == 0 || p.alpha == 0.0f) continue;
-    if (pr.s.path == Path::decode && (p.a_type != DType::f32 || p.trans_a != Trans::N))
+    pr.pairs_decode = nullptr;
+    if (pr.s.path == Path::decode) {
+      if (detail::decodes_fp8_pairs(p, *pr.fam))
+        pr.pairs_decode = pr.fam->decode_fp8_pairs;
+      else if (detail::decodes_bf16_pairs(p, *pr.fam))
+        pr.pairs_decode = pr.fam->decode_bf16_pairs;
+    }
+    const bool bf16_in_place = pr.pairs_decode != nullptr && p.a_type == DType::bf16;
+    if (pr.s.path == Path::decode && !bf16_in_place &&
+        (p.a_type != DType::f32 || p.trans_a != Trans::N))
       conv += round_up(p.m * p.k, 16);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
@@ -744,14 +759,17 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::decode) {
       pr.a32 = static_cast<const float*>(p.a);
       pr.lda32 = pr.lda;
-      if (detail::decodes_fp8_pairs(p, *pr.fam)) {
-        // A as bf16 (half the floats of the buffer reserved for it), scales kept apart.
+      if (pr.pairs_decode != nullptr && p.a_type == DType::bf16) {
+        pr.a16 = static_cast<const std::uint16_t*>(p.a);
+        pr.lda16 = pr.lda;
+      } else if (pr.pairs_decode != nullptr) {
+        // fp8 A as bf16 (half the floats of the buffer reserved for it), scales kept apart.
         auto* buf = reinterpret_cast<std::uint16_t*>(conv_buf);
         conv_buf += round_up(p.m * p.k, 16);
-        for (std::int64_t i = 0; i < p.m; ++i)
-          detail::permute_a_fp8_pairs(static_cast<const std::uint8_t*>(p.a) + i * pr.lda, p.k,
-                                      pr.e4m3, buf + i * p.k);
+        detail::permute_a_fp8_pairs(static_cast<const std::uint8_t*>(p.a), p.m, pr.lda, p.k,
+                                    pr.e4m3, buf);
         pr.a16 = buf;
+        pr.lda16 = p.k;
       } else if (p.a_type != DType::f32 || p.trans_a != Trans::N) {
         // A as fp32 rows with its scales applied (small: M <= 64 rows).
         float* buf = conv_buf;

@@ -66,8 +66,9 @@ struct DecodeArgs {
   int stages = 2;               // prefetch distance in k tiles (1 = none)
   std::int64_t k_tile = 1024;   // K elements per pipeline tile (multiple of 128)
   float* scratch = nullptr;     // >= decode_scratch_floats(k_tile) floats, 64-byte aligned
-  // fp8 x fp8 as bf16 pairs (decode_fp8_pairs_*): A as bf16 in permute_a_fp8_pairs' order,
-  // unscaled, with its 1 x 128 scales a_scale[i * ld_ascale + p/128]; `a` unused.
+  // The bf16-pairs decode kernels (decode_*_pairs_*) read A as bf16 rows, `a` unused: for
+  // bf16 x bf16 A itself; for fp8 x fp8 A in permute_a_fp8_pairs' order, unscaled, with its
+  // 1 x 128 scales a_scale[i * ld_ascale + p/128].
   const std::uint16_t* a16 = nullptr;
   std::int64_t lda16 = 0;
   const float* a_scale = nullptr;
@@ -101,10 +102,13 @@ void convert_avx512(const void*, DType, std::int64_t, float, const float*, float
 void decode_avx512(const DecodeArgs&);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
-// A row of k e4m3 values (k a multiple of 64) as bf16, each 64 in the order the kernel's byte
-// interleave gives W: k = 0-7, 16-23, 32-39, 48-55, then 8-15, 24-31, 40-47, 56-63.
-void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t k, const float* e4m3,
-                         std::uint16_t* dst);
+// m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of k at
+// dst, each 64 in the order the kernel's byte interleave gives W: k = 0-7, 16-23, 32-39,
+// 48-55, then 8-15, 24-31, 40-47, 56-63.
+void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
+                         const float* e4m3, std::uint16_t* dst);
+// bf16 x bf16 decode as bf16 pairs (AVX512-BF16): any K, a16 = A.
+void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
 void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                             float*, std::int64_t, std::int64_t, const UkAux*);

@@ -1,0 +1,142 @@
+// The decode loop shared by the bf16-pairs decode kernels (fp8 x fp8 and bf16 x bf16 on
+// AVX512-BF16): rows of A in blocks of up to Source::kRows, W rows in groups of four, all of K
+// per group, two vdpbf16ps per 64 values of K per row of A, the W stream prefetched ahead in
+// the order the rows are consumed. Included only by ISA files compiled with AVX512-BF16; every
+// function has internal linkage (kernels.hpp: no inline function of a shared header may be
+// picked by the linker for another ISA's code).
+//
+// A Source says how 64 values of a W row become two vectors of 32 bf16 (in the order its A is
+// stored: A's rows are read as-is from g.a16 with stride g.lda16), the bytes per W value, and
+// whether each 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)).
+#pragma once
+
+// GCC 12 reports the _mm512_undefined_*() inside its own intrinsics (_mm512_reduce_add_ps) as
+// (maybe-)uninitialized, as in simd_avx512.hpp; the values are fully defined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/gemm/kernels.hpp"
+
+namespace attain::gemm::detail {
+namespace {
+
+inline __m512 dot_bf16(__m512 acc, __m512i a, __m512i w) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(w));
+}
+
+// Lanes of the two 32-value vectors that hold the `r` (< 64) values left at a row's end.
+inline __mmask32 tail_mask(std::int64_t r, int half) {
+  const std::int64_t n = std::clamp<std::int64_t>(r - 32 * half, 0, 32);
+  return n == 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << n) - 1);
+}
+
+// Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K.
+template <class Source, int MB, int NB>
+void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
+                 std::int64_t ahead) {
+  constexpr std::int64_t es = Source::kBytes;
+  const auto* base = static_cast<const std::uint8_t*>(g.w);
+  const std::uint8_t* w[NB];
+  for (int j = 0; j < NB; ++j) w[j] = base + (j0 + j) * g.ldw * es;
+  // Prefetch `ahead` bytes ahead in the order the rows are consumed: further along these rows,
+  // and past their end the next group's rows (the rows after j0 + NB, where there are any).
+  const std::int64_t row_bytes = g.k * es;
+  const std::uint8_t* next[NB];
+  for (int j = 0; j < NB; ++j)
+    next[j] = j0 + NB + j < g.n1 ? w[j] + NB * g.ldw * es - row_bytes : w[j];
+  const std::uint16_t* a[MB];
+  for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
+  // Sums of K values [b0, b1) (multiples of 64) into part.
+  auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB]) {
+    for (std::int64_t p = b0; p < b1; p += 64) {
+      if (ahead > 0) {
+        const std::int64_t q = p * es + ahead;
+        for (int j = 0; j < NB; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>((q < row_bytes ? w[j] : next[j]) + q),
+                       _MM_HINT_T0);
+      }
+      __m512i a0[MB], a1[MB];
+      for (int i = 0; i < MB; ++i) {
+        a0[i] = _mm512_loadu_si512(a[i] + p);
+        a1[i] = _mm512_loadu_si512(a[i] + p + 32);
+      }
+      for (int j = 0; j < NB; ++j) {
+        __m512i w0, w1;
+        src.load64(w[j] + p * es, w0, w1);
+        for (int i = 0; i < MB; ++i)
+          part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+      }
+    }
+  };
+  auto store = [&](__m512(&sums)[MB][NB]) {
+    for (int i = 0; i < MB; ++i)
+      for (int j = 0; j < NB; ++j)
+        g.out[(i0 + i) * g.ldo + (j0 + j - g.n0)] = _mm512_reduce_add_ps(sums[i][j]);
+  };
+  if constexpr (Source::kScaled) {  // K a multiple of 64; each 128 block scaled on its own
+    __m512 acc[MB][NB] = {};
+    for (std::int64_t b0 = 0; b0 < g.k; b0 += kFp8Block) {
+      __m512 part[MB][NB] = {};
+      sum(b0, std::min(g.k, b0 + kFp8Block), part);
+      const std::int64_t kb = b0 / kFp8Block;
+      for (int j = 0; j < NB; ++j) {
+        const float ws = g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + kb];
+        for (int i = 0; i < MB; ++i)
+          acc[i][j] = _mm512_fmadd_ps(
+              part[i][j], _mm512_set1_ps(ws * g.a_scale[(i0 + i) * g.ld_ascale + kb]), acc[i][j]);
+      }
+    }
+    store(acc);
+  } else {  // all of K in one sum; the last < 64 values with zeros beyond K on both sides
+    __m512 part[MB][NB] = {};
+    const std::int64_t k64 = g.k - g.k % 64;
+    sum(0, k64, part);
+    if (k64 < g.k) {
+      const std::int64_t r = g.k - k64;
+      const __mmask32 m0 = tail_mask(r, 0), m1 = tail_mask(r, 1);
+      __m512i a0[MB], a1[MB];
+      for (int i = 0; i < MB; ++i) {
+        a0[i] = _mm512_maskz_loadu_epi16(m0, a[i] + k64);
+        a1[i] = _mm512_maskz_loadu_epi16(m1, a[i] + k64 + 32);
+      }
+      for (int j = 0; j < NB; ++j) {
+        __m512i w0, w1;
+        src.load_tail(w[j] + k64 * es, m0, m1, w0, w1);
+        for (int i = 0; i < MB; ++i)
+          part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+      }
+    }
+    store(part);
+  }
+}
+
+template <class Source, int NB>
+void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, std::int64_t ahead) {
+  constexpr int R = Source::kRows;
+  std::int64_t i0 = 0;
+  for (; i0 + R <= g.m; i0 += R) pairs_block<Source, R, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+  if constexpr (R >= 4)
+    if (i0 + 2 <= g.m) {
+      pairs_block<Source, 2, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+      i0 += 2;
+    }
+  if (i0 < g.m) pairs_block<Source, 1, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+}
+
+// Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond
+// the first ahead along each W row (--stages 1: none, the hardware prefetcher alone).
+template <class Source>
+void pairs_decode(const DecodeArgs& g, const Source& src) {
+  const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
+  std::int64_t j0 = g.n0;
+  for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
+  for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
+}
+
+}  // namespace
+}  // namespace attain::gemm::detail
