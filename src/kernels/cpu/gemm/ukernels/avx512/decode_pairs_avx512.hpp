@@ -54,12 +54,11 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // Sums of K values [b0, b1) (multiples of 64) into part.
   auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB]) {
     for (std::int64_t p = b0; p < b1; p += 64) {
-      if (ahead > 0) {
-        const std::int64_t q = p * es + ahead;
-        for (int j = 0; j < NB; ++j)
-          _mm_prefetch(reinterpret_cast<const char*>((q < row_bytes ? w[j] : next[j]) + q),
-                       _MM_HINT_T0);
-      }
+      if (ahead > 0)  // every line of the 64 values `ahead` bytes further on
+        for (std::int64_t q = p * es + ahead; q < (p + 64) * es + ahead; q += 64)
+          for (int j = 0; j < NB; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>((q < row_bytes ? w[j] : next[j]) + q),
+                         _MM_HINT_T0);
       __m512i a0[MB], a1[MB];
       for (int i = 0; i < MB; ++i) {
         a0[i] = _mm512_loadu_si512(a[i] + p);
