@@ -140,11 +140,18 @@ void convert_k_run(const Problem& pr, DType t, At at, Scale scale, std::int64_t 
 // fp8 as bf16 pairs: `rows` rows of kc e4m3 values (row r at at(r)) as 32-bit words of two
 // bf16 each, row after row in tmp (kc / 2 words a row), then transposed into a panel of R rows.
 // The values are unscaled (the scales go on the sums) and exact: e4m3 fits bf16.
+// With AVX512-VBMI each row goes to bf16 in one pass of byte lookups (e4m3_to_bf16_avx512vbmi).
 template <class At>
 void pack_fp8_pairs(const Problem& pr, int rows, std::int64_t kc, int R, At at, float* tmp,
                     float* dst) {
+  const bool vbmi = detail::cpu_info().avx512vbmi;  // pairs run only in the AVX-512 family
   for (int r = 0; r < rows; ++r) {
     float* f = tmp + r * kc;
+    if (vbmi) {
+      detail::e4m3_to_bf16_avx512vbmi(reinterpret_cast<const std::uint8_t*>(at(r)), kc, pr.e4m3,
+                                      reinterpret_cast<std::uint16_t*>(f));
+      continue;
+    }
     pr.fam->convert(at(r), DType::fp8, kc, 1.0f, pr.e4m3, f);
     auto* w = reinterpret_cast<std::uint32_t*>(f);
     for (std::int64_t q = 0; q < kc / 2; ++q) {  // w[q] lands at or before f[2q]: in place
@@ -233,8 +240,24 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
   }
 }
 
-float fma_or_mul(float beta, float c, float ab) {
-  return beta != 0.0f ? std::fma(beta, c, ab) : ab;
+// An edge tile's sums t (row stride NR) onto C[mr, nr] (row stride ldc): C = fma(beta, C,
+// scale(i) * t). beta 0 and 1, the cases inside the K loop, go without a libm call (generic code
+// has no FMA instruction; fma(1, c, x) == c + x bit for bit), so those loops vectorize.
+template <class Scale>
+void update_edge(float* c, std::int64_t ldc, const float* t, int NR, int mr, int nr, float beta,
+                 Scale scale) {
+  for (int i = 0; i < mr; ++i) {
+    const float s = scale(i);
+    float* ci = c + i * ldc;
+    const float* ti = t + i * NR;
+    if (beta == 0.0f) {
+      for (int j = 0; j < nr; ++j) ci[j] = s * ti[j];
+    } else if (beta == 1.0f) {
+      for (int j = 0; j < nr; ++j) ci[j] += s * ti[j];
+    } else {
+      for (int j = 0; j < nr; ++j) ci[j] = std::fma(beta, ci[j], s * ti[j]);
+    }
+  }
 }
 
 float load_c(DType t, const void* c, std::int64_t idx) {
@@ -382,9 +405,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
                 }
                 aux.row_scale = nullptr;
                 uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
-                for (int i = 0; i < mr; ++i)
-                  for (int j = 0; j < nr; ++j)
-                    c[i * ldc + j] = fma_or_mul(*bq, c[i * ldc + j], rs[i] * edge[i * NR + j]);
+                update_edge(c, ldc, edge, NR, mr, nr, *bq, [&](int i) { return rs[i]; });
               }
               continue;
             }
@@ -393,9 +414,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
               continue;
             }
             uk(kcw, &one, ap + ir * kcw, bp + jr * kcw, &zero, edge, NR, 1, &aux);
-            for (int i = 0; i < mr; ++i)
-              for (int j = 0; j < nr; ++j)
-                c[i * ldc + j] = fma_or_mul(*beta, c[i * ldc + j], *alpha * edge[i * NR + j]);
+            update_edge(c, ldc, edge, NR, mr, nr, *beta, [&](int) { return *alpha; });
           }
         }
       };

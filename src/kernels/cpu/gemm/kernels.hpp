@@ -107,6 +107,9 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
 // 48-55, then 8-15, 24-31, 40-47, 56-63.
 void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
                          const float* e4m3, std::uint16_t* dst);
+// n e4m3 values as bf16 (exact; NaN codes give a quiet NaN), AVX512-VBMI byte lookups.
+void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const float* e4m3,
+                             std::uint16_t* dst);
 // bf16 x bf16 decode as bf16 pairs (AVX512-BF16): any K, a16 = A.
 void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).

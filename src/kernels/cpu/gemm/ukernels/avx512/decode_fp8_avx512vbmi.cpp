@@ -67,6 +67,24 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
   pairs_decode(g, Fp8Source(g.e4m3));
 }
 
+void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const float* e4m3,
+                             std::uint16_t* dst) {
+  const Fp8Source s(e4m3);
+  // The interleave gives k = {0-7, 16-23, 32-39, 48-55} and {8-15, ...}: 128-bit lanes back
+  // in order by one two-source permute per output vector.
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512i w0, w1;
+    s.load64(src + i, w0, w1);
+    _mm512_storeu_si512(dst + i, _mm512_permutex2var_epi64(w0, first, w1));
+    _mm512_storeu_si512(dst + i + 32, _mm512_permutex2var_epi64(w0, second, w1));
+  }
+  const std::uint16_t* bf = bf16_of_e4m3(e4m3).v;
+  for (; i < n; ++i) dst[i] = bf[src[i]];
+}
+
 void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
                          const float* e4m3, std::uint16_t* dst) {
   const std::uint16_t* bf = bf16_of_e4m3(e4m3).v;
