@@ -87,13 +87,15 @@ void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const floa
 
 void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
                          const float* e4m3, std::uint16_t* dst) {
-  const std::uint16_t* bf = bf16_of_e4m3(e4m3).v;
+  // The order W's values come out of load64 in, by the same conversion.
+  const Fp8Source s(e4m3);
   for (std::int64_t i = 0; i < m; ++i, a += lda, dst += k)
-    for (std::int64_t b = 0; b < k; b += 64)
-      for (int half = 0; half < 2; ++half)
-        for (int lane = 0; lane < 4; ++lane)
-          for (int q = 0; q < 8; ++q)
-            dst[b + half * 32 + lane * 8 + q] = bf[a[b + lane * 16 + half * 8 + q]];
+    for (std::int64_t b = 0; b < k; b += 64) {
+      __m512i w0, w1;
+      s.load64(a + b, w0, w1);
+      _mm512_storeu_si512(dst + b, w0);
+      _mm512_storeu_si512(dst + b + 32, w1);
+    }
 }
 
 }  // namespace attain::gemm::detail
