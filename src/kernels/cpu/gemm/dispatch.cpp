@@ -56,7 +56,7 @@ CpuInfo probe_cpu() {
 
 // Kernel families, best first (the per-ISA pieces live in ukernels/<isa>/).
 const std::array<KernelFamily, 3> kFamilies = {{
-    {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx2,
+    {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
      decode_bf16_pairs_avx512bf16},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,

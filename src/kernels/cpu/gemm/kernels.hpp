@@ -99,6 +99,7 @@ void decode_avx2(const DecodeArgs&);
 void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                         float*, std::int64_t, std::int64_t, const UkAux*);
 void convert_avx512(const void*, DType, std::int64_t, float, const float*, float*);
+void interleave_avx512(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx512(const DecodeArgs&);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);

@@ -1,4 +1,5 @@
-// Packing helper, AVX-512: dtype conversion of contiguous runs (16 values per step).
+// Packing helpers, AVX-512: dtype conversion of contiguous runs (16 values per step), the
+// 16-bit C write-back, and the interleave of panels of 16 rows and more by 16x16 transposes.
 #include <cmath>
 
 #include "attain/dtype.hpp"
@@ -48,6 +49,63 @@ void round16_avx512(DType t, const float* src, std::int64_t n, float alpha, floa
     const float c = bf ? bf16_to_f32(dst[j]) : f16_to_f32(dst[j]);
     const float v = beta != 0.0f ? std::fma(beta, c, ab) : ab;
     dst[j] = bf ? f32_to_bf16(v) : f32_to_f16(v);
+  }
+}
+
+// GCC 12 reports the _mm512_undefined_*() inside its own intrinsics as uninitialized (as in
+// simd_avx512.hpp); the values are fully defined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace {
+
+// Rows 0..15 x columns 0..15 of src (row stride ld), transposed into dst (row stride ldd):
+// unpack pairs of rows, pick 64-bit pairs, then two rounds of 128-bit lane shuffles.
+inline void transpose16x16(const float* src, std::int64_t ld, float* dst, std::int64_t ldd) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    const __m512 a = _mm512_loadu_ps(src + 2 * i * ld), b = _mm512_loadu_ps(src + (2 * i + 1) * ld);
+    t[2 * i] = _mm512_unpacklo_ps(a, b);      // lane L: a[4L], b[4L], a[4L+1], b[4L+1]
+    t[2 * i + 1] = _mm512_unpackhi_ps(a, b);  // lane L: a[4L+2], b[4L+2], a[4L+3], b[4L+3]
+  }
+  // u[4g + c], lane L: column 4L + c of rows 4g..4g+3.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+  }
+  for (int c = 0; c < 4; ++c) {
+    // lanes 0-1 (lo) or 2-3 (hi) of the four row groups, then one lane of each per column.
+    const __m512 v_lo = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+    const __m512 v_hi = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee);
+    const __m512 w_lo = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512 w_hi = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+    _mm512_storeu_ps(dst + (0 + c) * ldd, _mm512_shuffle_f32x4(v_lo, w_lo, 0x88));
+    _mm512_storeu_ps(dst + (4 + c) * ldd, _mm512_shuffle_f32x4(v_lo, w_lo, 0xdd));
+    _mm512_storeu_ps(dst + (8 + c) * ldd, _mm512_shuffle_f32x4(v_hi, w_hi, 0x88));
+    _mm512_storeu_ps(dst + (12 + c) * ldd, _mm512_shuffle_f32x4(v_hi, w_hi, 0xdd));
+  }
+}
+
+}  // namespace
+
+void interleave_avx512(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
+                       float* dst) {
+  if (rows < 16) {  // A panels (12 rows) and narrow edge panels: 8x8 and 4x4 transposes
+    interleave_avx2(src, ld, rows, k, R, dst);
+    return;
+  }
+  const int full = rows - rows % 16;
+  const std::int64_t kv = k - k % 16;
+  for (int r0 = 0; r0 < full; r0 += 16) {
+    for (std::int64_t p = 0; p < kv; p += 16)
+      transpose16x16(src + r0 * ld + p, ld, dst + p * R + r0, R);
+    for (std::int64_t p = kv; p < k; ++p)
+      for (int r = r0; r < r0 + 16; ++r) dst[p * R + r] = src[r * ld + p];
+  }
+  for (std::int64_t p = 0; p < k; ++p) {
+    for (int r = full; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
+    for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
   }
 }
 
