@@ -21,15 +21,22 @@ namespace attain::gemm::detail {
 
 namespace {
 
-// The 256 e4m3 codes as bf16 (exact; the NaN codes give a quiet NaN), built once.
-struct Bf16OfE4m3 {
-  std::uint16_t v[256];
-  explicit Bf16OfE4m3(const float* e4m3) {
-    for (int c = 0; c < 256; ++c) v[c] = f32_to_bf16(e4m3[c]);
+// The 256 e4m3 codes as bf16 (exact; the NaN codes give a quiet NaN), and the low and high
+// bytes of the first 128 (the magnitudes) as vpermi2b tables: built once, not per call (the
+// packing converts one row of a panel per call).
+struct E4m3Tables {
+  std::uint16_t bf16[256];
+  alignas(64) std::uint8_t lo[128], hi[128];
+  explicit E4m3Tables(const float* e4m3) {
+    for (int c = 0; c < 256; ++c) bf16[c] = f32_to_bf16(e4m3[c]);
+    for (int m = 0; m < 128; ++m) {
+      lo[m] = static_cast<std::uint8_t>(bf16[m] & 0xff);
+      hi[m] = static_cast<std::uint8_t>(bf16[m] >> 8);
+    }
   }
 };
-const Bf16OfE4m3& bf16_of_e4m3(const float* e4m3) {
-  static const Bf16OfE4m3 t(e4m3);  // e4m3 is the one decode table (dtype.hpp)
+const E4m3Tables& e4m3_tables(const float* e4m3) {
+  static const E4m3Tables t(e4m3);  // e4m3 is the one decode table (dtype.hpp)
   return t;
 }
 
@@ -40,16 +47,11 @@ struct Fp8Source {
   __m512i lo0, lo1, hi0, hi1;  // low and high bytes of the bf16 of the 128 magnitudes
 
   explicit Fp8Source(const float* e4m3) {
-    const std::uint16_t* bf = bf16_of_e4m3(e4m3).v;
-    alignas(64) std::uint8_t lo[128], hi[128];
-    for (int m = 0; m < 128; ++m) {
-      lo[m] = static_cast<std::uint8_t>(bf[m] & 0xff);
-      hi[m] = static_cast<std::uint8_t>(bf[m] >> 8);
-    }
-    lo0 = _mm512_load_si512(lo);
-    lo1 = _mm512_load_si512(lo + 64);
-    hi0 = _mm512_load_si512(hi);
-    hi1 = _mm512_load_si512(hi + 64);
+    const E4m3Tables& t = e4m3_tables(e4m3);
+    lo0 = _mm512_load_si512(t.lo);
+    lo1 = _mm512_load_si512(t.lo + 64);
+    hi0 = _mm512_load_si512(t.hi);
+    hi1 = _mm512_load_si512(t.hi + 64);
   }
   void load64(const std::uint8_t* p, __m512i& w0, __m512i& w1) const {
     const __m512i x = _mm512_loadu_si512(p);
@@ -81,7 +83,7 @@ void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const floa
     _mm512_storeu_si512(dst + i, _mm512_permutex2var_epi64(w0, first, w1));
     _mm512_storeu_si512(dst + i + 32, _mm512_permutex2var_epi64(w0, second, w1));
   }
-  const std::uint16_t* bf = bf16_of_e4m3(e4m3).v;
+  const std::uint16_t* bf = e4m3_tables(e4m3).bf16;
   for (; i < n; ++i) dst[i] = bf[src[i]];
 }
 
