@@ -91,6 +91,7 @@ struct Case {
   std::int64_t pad = 0;  // extra leading-dimension padding on A, B and C
   int decode_k_tile = 0;
   int split_k = 0;
+  int kc = 0;
 };
 
 std::string name(const Case& c) {
@@ -101,7 +102,8 @@ std::string name(const Case& c) {
          " path=" + std::string(path_name(c.path)) + " isa=" + std::string(isa_name(c.isa)) +
          " threads=" + std::to_string(c.threads) + " stages=" + std::to_string(c.stages) +
          " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
-         " split_k=" + std::to_string(c.split_k);
+         " split_k=" + std::to_string(c.split_k) + " kc=" + std::to_string(c.kc) +
+         " pad=" + std::to_string(c.pad);
 }
 
 // Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
@@ -187,6 +189,7 @@ void run_case(const Case& c) {
   p.schedule.isa = c.isa;
   p.schedule.decode_k_tile = c.decode_k_tile;
   p.schedule.split_k = c.split_k;
+  p.schedule.kc = c.kc;
   gemm(p);
 
   double err2 = 0, ref2 = 0;
@@ -288,7 +291,7 @@ TEST(GemmDispatch, ForcedFamilyIsUsedAndUnsupportedIsRefused) {
 
 TEST(Gemm, Fp32ExactEveryPathFamilyThreadsStages) {
   for (Isa isa : isas())
-    for (Path path : {Path::packed, Path::decode})
+    for (Path path : {Path::packed, Path::decode, Path::direct})
       for (int threads : {1, 3})
         for (int stages : {1, 3}) {
           Case c{};
@@ -301,6 +304,7 @@ TEST(Gemm, Fp32ExactEveryPathFamilyThreadsStages) {
           c.n = 45;
           c.k = 300;
           c.decode_k_tile = 128;  // three k tiles through the pipeline, plus a K tail
+          if (path == Path::direct) c.kc = 128;  // three K blocks, the W tiles fetched ahead
           run_case(c);
         }
 }
@@ -310,7 +314,7 @@ TEST(Gemm, EdgeShapes) {
                                     {6, 16, 256}, {7, 17, 257}, {12, 32, 1},  {13, 33, 5},
                                     {64, 1, 40},  {65, 100, 3}};
   for (Isa isa : isas())
-    for (Path path : {Path::packed, Path::decode})
+    for (Path path : {Path::packed, Path::decode, Path::direct})
       for (const auto& s : shapes) {
         if (path == Path::decode && s[0] > 64) continue;
         Case c{};
@@ -703,8 +707,8 @@ TEST(Gemm, MixedDtypesTransposesAlphaBetaStrides) {
       }
 }
 
-TEST(Gemm, LargerShapesBothPaths) {
-  for (Path path : {Path::packed, Path::decode}) {
+TEST(Gemm, LargerShapesEveryPath) {
+  for (Path path : {Path::packed, Path::decode, Path::direct}) {
     Case c{};
     c.path = path;
     c.m = path == Path::decode ? 32 : 100;
@@ -712,6 +716,7 @@ TEST(Gemm, LargerShapesBothPaths) {
     c.k = 700;
     c.threads = 2;
     for (DType t : {DType::f32, DType::bf16, DType::fp8}) {
+      if (path == Path::direct && t != DType::f32) continue;
       c.at = c.bt = t;
       c.ct = t == DType::f32 ? DType::f32 : DType::bf16;
       run_case(c);
@@ -760,14 +765,98 @@ TEST(Gemm, BadArgumentsAreRefused) {
   p.schedule.path = Path::decode;
   p.trans_b = Trans::N;
   EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.schedule.path = Path::direct;  // W stored (K, N): not the direct path's layout
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.trans_b = Trans::T;
+  p.c_type = DType::bf16;  // fp32 A, B and C only
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.c_type = DType::f32;
+  p.schedule.split_k = 2;
+  p.schedule.threads_m = p.schedule.threads_n = 1;
+  p.threads = 2;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.schedule.split_k = 0;
+  p.schedule.threads_m = p.schedule.threads_n = 0;
+  EXPECT_NO_THROW(gemm(p));
+}
+
+// The direct path (W read in place, A^T packed): M across panel widths (one vector, several,
+// several panels with a narrow last one), N across W tiles (tails of 1..R-1 rows), K across KC
+// blocks and the 16-step prefetch loop's tail, A stored either way, padded leading dimensions,
+// alpha / beta, 1-3 threads, with and without the W prefetch, every family: exact integers.
+TEST(Gemm, DirectPath) {
+  struct Shape {
+    std::int64_t m, n, k;
+    int kc;
+  };
+  const Shape shapes[] = {{1, 1, 1, 0},      {2, 7, 15, 0},    {15, 6, 16, 0},    {16, 13, 17, 16},
+                          {17, 25, 100, 32}, {47, 12, 33, 0},  {64, 5, 300, 112}, {65, 31, 129, 64},
+                          {100, 19, 260, 0}, {129, 7, 64, 48}, {200, 37, 90, 0}};
+  int i = 0;
+  for (Isa isa : isas())
+    for (const Shape& sh : shapes) {
+      ++i;
+      Case c{};
+      c.isa = isa;
+      c.path = Path::direct;
+      c.m = sh.m;
+      c.n = sh.n;
+      c.k = sh.k;
+      c.kc = sh.kc;
+      c.ints = true;
+      c.threads = 1 + i % 3;
+      c.stages = i % 2 == 0 ? 1 : 2;
+      c.ta = i % 4 == 1 ? Trans::T : Trans::N;
+      c.pad = i % 3 == 0 ? 3 : 0;
+      c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
+      c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
+      run_case(c);
+      c.ints = false;  // and random values against the tolerance
+      run_case(c);
+    }
+}
+
+// Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
+// takes it there by itself, and never for other dtypes, W stored (K, N), or narrow N.
+TEST(GemmDispatch, DirectPathRange) {
+  const Isa isa = detected_isa();
+  const auto& b = detail::blocking(isa);
+  Params p;
+  p.n = std::max(b.direct_min_n, 256);
+  p.k = 1024;
+  p.threads = 2;
+  for (std::int64_t m : {1, 8, 12, 16, 32, 64, 100, 160, 192, 512}) {
+    p.m = m;
+    const bool want = b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m;
+    EXPECT_EQ(resolve(p).path == Path::direct, want) << "m=" << m;
+    const Schedule s = resolve(p);
+    if (s.path == Path::direct) {
+      // The A^T block within its L2 budget, K in equal blocks.
+      const std::int64_t rows =
+          ceil_div(m, detail::family(isa).direct_lanes) * detail::family(isa).direct_lanes;
+      EXPECT_LE(rows * s.kc * 4, std::max<std::int64_t>(b.direct_block_bytes, rows * 256 * 4));
+      EXPECT_EQ(s.threads_m, 1);
+      EXPECT_EQ(s.threads_n, 2);
+    }
+  }
+  p.m = b.direct_max_m > 0 ? b.direct_max_m : 64;
+  p.b_type = DType::bf16;
+  EXPECT_NE(resolve(p).path, Path::direct);
+  p.b_type = DType::f32;
+  p.trans_b = Trans::N;
+  EXPECT_NE(resolve(p).path, Path::direct);
+  p.trans_b = Trans::T;
+  p.n = 8;
+  EXPECT_NE(resolve(p).path, Path::direct);
 }
 
 // NaN and Inf in the inputs reach exactly the outputs they feed, on every path; with beta = 0
 // a NaN already in C does not leak.
 TEST(Gemm, NanInfPropagate) {
   for (Isa isa : isas())
-    for (Path path : {Path::packed, Path::decode})
+    for (Path path : {Path::packed, Path::decode, Path::direct})
       for (DType t : {DType::f32, DType::bf16, DType::fp8}) {
+        if (path == Path::direct && t != DType::f32) continue;
         SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
                      std::string(dtype_name(t)));
         const std::int64_t m = 9, n = 21, k = 140;

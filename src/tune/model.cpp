@@ -75,6 +75,11 @@ constexpr double kDecodeEff = 0.45;
 // search's early stop less dependent on its correction factor.
 constexpr double kDecodeBwEff = 0.62;
 constexpr double kPackedEff = 0.85;
+// The direct kernel: its FMA efficiency on the padded panel width, and its floor per W element
+// (a broadcast per W value and k step, whatever the panel width: fp32 7168 x 2048 ran in
+// 1.7-1.9 ms on 2 threads for every M <= 12, docs/gemm.md).
+constexpr double kDirectEff = 0.85;
+constexpr double kDirectWS = 0.22e-9;
 constexpr double kPackS = 0.35e-9;   // packing one element (load, convert, interleave, store)
 constexpr double kBlockS = 0.4e-6;   // setting up one block (workspace, loop nest)
 constexpr double kSerialS = 0.5e-9;  // caller-side per-element work (A conversion, split-K sum)
@@ -151,6 +156,26 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       }
     }
     if (p.a_type != DType::f32 && !bf16_pairs) serial += d(p.m * p.k) * kSerialS;  // A converted
+    return;
+  }
+  if (s.path == Path::direct) {
+    // W read once, in place; A^T packed by all threads first (a region of its own).
+    std::int64_t width = 0;  // rows of the A^T panels, padded to whole vectors
+    for (std::int64_t i0 = 0; i0 < p.m; i0 += fam.direct_panel)
+      width += round_up(std::min<std::int64_t>(fam.direct_panel, p.m - i0), fam.direct_lanes);
+    const std::int64_t chunk =
+        round_up(ceil_div(p.n, std::max(1, s.threads_m * s.threads_n)), fam.direct_rows);
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
+      const double nb = d(std::min(chunk, p.n - n0));
+      BlockWork w;
+      w.bytes = nb * d(p.k) * bsz + d(p.m * p.k) * asz;
+      w.compute_s =
+          std::max(2.0 * d(width) * nb * d(p.k) / (peak * kDirectEff), nb * d(p.k) * kDirectWS) *
+          (s.stages <= 1 ? 1.05 : 1.0);
+      w.fixed_s = kBlockS * 2;
+      out.push_back(w);
+    }
+    serial += d(p.m * p.k) * kPackS / std::max(1, s.threads) + mc.region_s;
     return;
   }
   // bf16 A and B multiplied as bf16 pairs: the packed kernel runs at the bf16 dot peak.
@@ -361,6 +386,17 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
               }
           }
         }
+        if (gemm::detail::direct_ok(c.p))
+          for (int kc : {0, 512, 1024, 2048})
+            for (int st : {1, 2}) {
+              Schedule s = base;
+              s.path = Path::direct;
+              s.threads_m = 1;
+              s.threads_n = gn * gm;
+              s.kc = kc;
+              s.stages = st;
+              add(s);
+            }
         for (int kc : {128, 256, 384, 512})
           for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2}) {
             Schedule s = base;

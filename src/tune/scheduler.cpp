@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "attain/tune.hpp"
+#include "kernels/cpu/gemm/dispatch.hpp"
 
 namespace attain::tune {
 
@@ -15,8 +16,10 @@ namespace {
 
 // A cached schedule is usable for this call when the engine accepts it for this shape.
 bool usable(const gemm::Call& c, const gemm::Schedule& s) {
-  if (s.path == gemm::Path::decode && (c.p.trans_b != gemm::Trans::T || c.p.m > 64))  // kDecodeMaxM
+  if (s.path == gemm::Path::decode &&
+      (c.p.trans_b != gemm::Trans::T || c.p.m > gemm::detail::kDecodeMaxM))
     return false;
+  if (s.path == gemm::Path::direct && !gemm::detail::direct_ok(c.p)) return false;
   return s.threads <= c.p.threads;
 }
 

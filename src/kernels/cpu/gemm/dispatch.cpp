@@ -58,11 +58,11 @@ CpuInfo probe_cpu() {
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
-     decode_bf16_pairs_avx512bf16},
+     decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
-     nullptr, round16_avx2},
+     nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
-     decode_scalar, 1},
+     decode_scalar, 1, nullptr, nullptr, nullptr, nullptr, sgemm_direct_scalar_4x8, 4, 8, 8},
 }};
 
 // The per-CPU block-size table. A row matches a vendor and family (0 = any); the first match
@@ -86,9 +86,17 @@ constexpr std::int64_t kMiB = 1 << 20;
 // / 24 / 32 / 40 by 28 / 6 / 17 / 11%; 16384 x 4096, 7168 x 2048, 2112 x 7168, 4096 x 4096
 // within 10% either way at 24-32, packed faster at 48-64 by 10-20%; before that decode: M 16)
 // and M 32 for fp8 without VBMI (N=7168 K=2048: decode faster at 32 by 14%, even at 40,
-// packed faster at 48 by 20%).
+// packed faster at 48 by 20%). fp32 takes the direct path for M 12..160 and N >= 256
+// (2026-12-01, 2 threads, cold, min of 3, against the decode path below M 32 and the packed
+// path above: N x K = 7168 x 2048 M=8 0.87x, 12 1.01x, 16 1.39x, 32 1.74x, 48 1.33x, 64 1.43x,
+// 96 1.17x, 128 1.13x, 160 1.08x, 192 0.99x, 256 0.95x; 16384 x 4096, 24576 x 1536 and
+// 2112 x 7168 alike, M=192 0.95-1.13x; 128 x N x 2048: N=128 0.91x, 256 1.03x, 1024 1.13x).
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32}},
+    {"zen5",
+     "AuthenticAMD",
+     0x1a,
+     Isa::avx512,
+     {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
@@ -129,6 +137,11 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
   return f.decode_bf16_pairs != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
          p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
          p.m <= kDecodeMaxM;
+}
+
+bool direct_ok(const Params& p) {
+  return p.a_type == DType::f32 && p.b_type == DType::f32 && p.c_type == DType::f32 &&
+         p.trans_b == Trans::T;
 }
 
 const KernelFamily& family(Isa isa) {
@@ -206,6 +219,8 @@ std::string_view path_name(Path p) {
       return "packed";
     case Path::decode:
       return "decode";
+    case Path::direct:
+      return "direct";
   }
   return "?";
 }

@@ -29,6 +29,10 @@ struct KernelFamily {
   Decode decode_fp8_pairs = nullptr;
   // bf16 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_bf16_pairs().
   Decode decode_bf16_pairs = nullptr;
+  // The direct path's kernel: tiles of direct_rows rows of W by up to direct_panel rows of A,
+  // panels in widths of direct_lanes rows.
+  DirectKernel direct = nullptr;
+  int direct_rows = 0, direct_panel = 0, direct_lanes = 0;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -40,6 +44,13 @@ struct Blocking {
   // 16/8-bit weights (their conversion is free in the decode kernel, not in packing), and for
   // bf16 and fp8 A and B where the packed path multiplies bf16 pairs.
   int decode_max_m_f32, decode_max_m_lowp, decode_max_m_pairs, decode_max_m_fp8_pairs;
+  // The heuristic's direct path: fp32 operands with direct_min_m <= M <= direct_max_m and
+  // N >= direct_min_n, ahead of the decode and packed paths (direct_max_m 0: never by
+  // default). Its KC: the largest that keeps the A^T block (M x KC) within direct_block_bytes
+  // of L2, at most direct_max_kc, K cut into equal blocks.
+  int direct_min_m = 0, direct_max_m = 0, direct_min_n = 0;
+  int direct_max_kc = 2048;
+  std::int64_t direct_block_bytes = 512 * 1024;
 };
 
 struct CpuInfo {
@@ -61,6 +72,9 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
+// Whether the direct path takes these operands: fp32 A, W and C, W stored (N, K) (trans_b = T),
+// A either way, no split-K. Every kernel family has a direct kernel.
+bool direct_ok(const Params& p);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

@@ -95,6 +95,9 @@ struct Problem {
   detail::Decode pairs_decode = nullptr;
   const std::uint16_t* a16 = nullptr;
   std::int64_t lda16 = 0;
+  // The direct path: A^T in panels of the family's direct_panel rows, all of K each
+  // (panel q at at + q * P * K), packed by the caller before the region.
+  const float* at = nullptr;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -480,6 +483,61 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
   if (!direct) write_back(pr, 0, n0, p.m, n1 - n0, g.out, g.ldo);
 }
 
+// ---- the direct path ----
+// A^T panels: rows [i0, i0 + P) of op(A) (fewer at the end of M), in a width of whole vectors.
+int at_rows(const Problem& pr, std::int64_t i0) {
+  return static_cast<int>(std::min<std::int64_t>(pr.fam->direct_panel, pr.p->m - i0));
+}
+int at_width(const Problem& pr, int rows) {
+  return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
+}
+
+// K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
+// `width` values at dst + k * width, zeros past the panel's rows).
+void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
+  const Params& p = *pr.p;
+  const int rows = at_rows(pr, i0), width = at_width(pr, rows);
+  const auto* a = static_cast<const float*>(p.a);
+  if (p.trans_a == Trans::N) {
+    pr.fam->interleave(a + i0 * pr.lda + k0, pr.lda, rows, k1 - k0, width, dst + k0 * width);
+    return;
+  }
+  for (std::int64_t q = k0; q < k1; ++q) {  // A stored (K, M): A^T's rows are A's
+    std::copy_n(a + q * pr.lda + i0, rows, dst + q * width);
+    std::fill(dst + q * width + rows, dst + (q + 1) * width, 0.0f);
+  }
+}
+
+// Columns [n0, n1) of C: KC blocks of K outermost (the A^T block, M x KC, stays in L2), then
+// tiles of R rows of W (in L1 while every panel of A passes), the next tile's W fetched during
+// the last panel.
+void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
+  const Params& p = *pr.p;
+  const KernelFamily& f = *pr.fam;
+  const int R = f.direct_rows, P = f.direct_panel;
+  const std::int64_t KC = pr.s.kc, panels = ceil_div(p.m, P);
+  const auto* w = static_cast<const float*>(p.b);
+  auto* c = static_cast<float*>(p.c);
+  const bool fetch = pr.s.stages > 1;
+  for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
+    const std::int64_t kc = std::min(KC, p.k - k0);
+    const float beta = k0 == 0 ? p.beta : 1.0f;
+    for (std::int64_t j = n0; j < n1; j += R) {
+      const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
+      const float* wt = w + j * pr.ldb + k0;
+      const float* next = !fetch          ? nullptr
+                          : j + R < n1    ? wt + R * pr.ldb
+                          : k0 + KC < p.k ? w + n0 * pr.ldb + k0 + KC
+                                          : nullptr;
+      for (std::int64_t q = 0; q < panels; ++q) {
+        const int m = at_rows(pr, q * P);
+        f.direct(kc, wt, pr.ldb, rows, pr.at + q * P * p.k + k0 * at_width(pr, m), m, p.alpha, beta,
+                 c + q * P * pr.ldc + j, pr.ldc, q + 1 == panels ? next : nullptr);
+      }
+    }
+  }
+}
+
 // C = alpha * (sum of the split-K partial sums) + beta * C.
 void finish_split(const Problem& pr) {
   const Params& p = *pr.p;
@@ -520,6 +578,9 @@ void check(const Params& p, bool fused) {
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
+  if (s.path == Path::direct && !detail::direct_ok(p))
+    fail("direct path needs fp32 A, B and C and trans_b = T");
+  if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
   if (p.ldc != 0 && p.ldc < p.n) fail("ldc < n");
@@ -586,6 +647,11 @@ Schedule resolve_with(const Params& p, int blocks) {
                                                         : b.decode_max_m_lowp;
     s.path =
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
+    // fp32 W read in place against a packed A^T: from the M where the decode kernel stops
+    // keeping up to where packing W (a transpose of every element) is paid back.
+    if (s.split_k <= 1 && detail::direct_ok(p) && p.m >= b.direct_min_m && p.m <= b.direct_max_m &&
+        p.n >= b.direct_min_n)
+      s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
   }
   if (s.threads == 0) s.threads = p.threads;
@@ -594,6 +660,13 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.split_k == 0) s.split_k = 1;
   if (s.mc == 0) s.mc = b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
+  if (s.kc == 0 && s.path == Path::direct) {
+    const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
+    const std::int64_t most =
+        std::clamp<std::int64_t>(b.direct_block_bytes / (4 * rows) / 64 * 64, 256, b.direct_max_kc);
+    const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
+    s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
+  }
   if (s.kc == 0) s.kc = b.kc;
   if (s.nc == 0) {
     // B is packed for the whole K of a column block: keep that panel within the budget.
@@ -617,7 +690,7 @@ Schedule resolve_with(const Params& p, int blocks) {
                           : static_cast<int>(4096 / dtype_size(p.b_type));
   }
   if (s.threads_m * s.threads_n == 0) {
-    if (s.path == Path::decode) {
+    if (s.path == Path::decode || s.path == Path::direct) {
       s.threads_m = 1;
       s.threads_n = std::max(1, blocks);
     } else {
@@ -683,6 +756,15 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
     if (pr.slices <= 1) return out.push_back({&pr, m0, m1, n0, n1, -1, cost});
     for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
   };
+  if (s.path == Path::direct) {
+    const std::int64_t chunk =
+        round_up(ceil_div(p.n, s.threads_m * s.threads_n), pr.fam->direct_rows);
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
+      const std::int64_t n1 = std::min(p.n, n0 + chunk);
+      emit(0, p.m, n0, n1, 2.0 * static_cast<double>(p.m * (n1 - n0)) * kk);
+    }
+    return;
+  }
   if (s.path == Path::decode) {
     const std::int64_t chunk = round_up(ceil_div(p.n, s.threads_n), detail::kDecodeRows);
     for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
@@ -704,6 +786,7 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
 
 void run_block(const Block& b) {
   if (b.pr->s.path == Path::decode) return decode_block(*b.pr, b.n0, b.n1, b.slice);
+  if (b.pr->s.path == Path::direct) return direct_block(*b.pr, b.n0, b.n1);
   packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1, b.slice);
 }
 
@@ -722,18 +805,23 @@ double rough_ns(DType b_type, std::int64_t m, std::int64_t n, std::int64_t k) {
 // joins in about a microsecond.
 constexpr double kMinParallelNsSleeping = 300e3, kMinParallelNsSpinning = 4e3;
 
+// The threads of a region: `work_ns` >= 0: the thread count was not fixed by the schedule, so a
+// job (or a sequence of jobs of this total rough time) too small to pay for waking the workers
+// runs on the caller.
+int region_threads(int threads, double work_ns) {
+  if (work_ns >= 0 && threads > 1) {
+    const bool asleep = ThreadPool::instance().sleeping() > 0;
+    if (work_ns < (asleep ? kMinParallelNsSleeping : kMinParallelNsSpinning)) return 1;
+  }
+  return threads;
+}
+
 // Runs the blocks in one parallel region of at most `threads` threads, each block claimed once
 // from a shared counter: block t goes to the t-th thread to arrive (with as many blocks as
 // threads, the engine's thread grid), more blocks are taken largest first. A worker that is
 // slow to wake finds its block already done by the caller instead of holding it up.
-// `work_ns` >= 0: the thread count was not fixed by the schedule, so a job (or a sequence of
-// jobs of this total rough time) too small to pay for waking the workers runs on the caller.
-void execute(std::vector<Block>& blocks, int threads, double work_ns) {
+void execute(std::vector<Block>& blocks, int threads) {
   if (blocks.empty()) return;
-  if (work_ns >= 0 && threads > 1) {
-    const bool asleep = ThreadPool::instance().sleeping() > 0;
-    if (work_ns < (asleep ? kMinParallelNsSleeping : kMinParallelNsSpinning)) threads = 1;
-  }
   if (blocks.size() > static_cast<std::size_t>(std::max(1, threads)))
     std::stable_sort(blocks.begin(), blocks.end(),
                      [](const Block& a, const Block& b) { return a.cost > b.cost; });
@@ -742,12 +830,21 @@ void execute(std::vector<Block>& blocks, int threads, double work_ns) {
       [&](std::int64_t i) { run_block(blocks[static_cast<std::size_t>(i)]); });
 }
 
-// Caller-thread scratch of one execution: problems, blocks, converted A and split-K sums
-// (grow-only, so a repeated call does not allocate).
+// A piece of the direct path's packed A^T: K [k0, k1) of the panel from row i0, at dst.
+struct Pack {
+  const Problem* pr;
+  std::int64_t i0, k0, k1;
+  float* dst;
+};
+
+// Caller-thread scratch of one execution: problems, blocks, converted A, the direct path's A^T
+// and split-K sums (grow-only, so a repeated call does not allocate).
+
 struct Batch {
   std::vector<Params> params;
   std::vector<Problem> problems;
   std::vector<Block> blocks;
+  std::vector<Pack> packs;
   std::vector<std::size_t> counts;  // items per call
   Buffer a32, partial;
 };
@@ -776,11 +873,14 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::decode && !bf16_in_place &&
         (p.a_type != DType::f32 || p.trans_a != Trans::N))
       conv += round_up(p.m * p.k, 16);
+    if (pr.s.path == Path::direct)
+      conv += round_up(ceil_div(p.m, pr.fam->direct_panel) * pr.fam->direct_panel * p.k, 16);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
   float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
   float* part_buf = part > 0 ? bt.partial.get(part) : nullptr;
   bt.blocks.clear();
+  bt.packs.clear();
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
     if (p.k == 0 || p.alpha == 0.0f) {  // C = beta * C: A and B are not read
@@ -820,6 +920,16 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         pr.lda32 = p.k;
       }
     }
+    if (pr.s.path == Path::direct) {
+      // A^T packed in pieces of 512 K values of a panel, the pieces shared by the threads.
+      const int P = pr.fam->direct_panel;
+      const std::int64_t panels = ceil_div(p.m, P);
+      for (std::int64_t q = 0; q < panels; ++q)
+        for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
+          bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * p.k});
+      pr.at = conv_buf;
+      conv_buf += round_up(panels * P * p.k, 16);
+    }
     if (pr.slices > 1) {
       pr.partial = part_buf;
       part_buf += round_up(pr.slices * p.m * p.n, 16);
@@ -832,7 +942,15 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     for (const Problem& pr : bt.problems) own += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
     work_ns = std::max(seq_ns, own);
   }
-  execute(bt.blocks, threads, work_ns);
+  threads = region_threads(threads, work_ns);
+  if (!bt.packs.empty())  // the direct path's A^T, before the blocks that read it
+    ThreadPool::instance().run_tasks(std::min<int>(threads, static_cast<int>(bt.packs.size())),
+                                     static_cast<std::int64_t>(bt.packs.size()),
+                                     [&](std::int64_t i) {
+                                       const Pack& a = bt.packs[static_cast<std::size_t>(i)];
+                                       pack_at(*a.pr, a.i0, a.k0, a.k1, a.dst);
+                                     });
+  execute(bt.blocks, threads);
   for (const Problem& pr : bt.problems)
     if (pr.slices > 1 && pr.p->k > 0 && pr.p->alpha != 0.0f) finish_split(pr);
 }
@@ -845,10 +963,16 @@ Schedule resolve(const Params& p) {
 
 std::string describe(const Schedule& s) {
   const auto& f = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
+  // The direct path has no MC / NC blocks and its own kernel (W rows x A rows).
   std::string d =
-      fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}", path_name(s.path),
-                  f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n);
-  if (s.path != Path::packed) {
+      s.path == Path::direct
+          ? fmt::format("path=direct kernel={}_direct_{}x{} kc={} threads={} grid={}x{}",
+                        isa_name(f.isa), f.direct_rows, f.direct_panel, s.kc, s.threads,
+                        s.threads_m, s.threads_n)
+          : fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}",
+                        path_name(s.path), f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m,
+                        s.threads_n);
+  if (s.path != Path::packed && s.path != Path::direct) {
     d += fmt::format(" k_tile={} split_k={}", s.decode_k_tile, s.split_k);
   } else if (s.split_k > 1) {
     d += fmt::format(" split_k={}", s.split_k);
@@ -894,6 +1018,8 @@ Schedule parse_schedule(std::string_view text) {
         s.path = Path::packed;
       else if (v == "decode")
         s.path = Path::decode;
+      else if (v == "direct")
+        s.path = Path::direct;
       else
         bad(field);
     } else if (key == "isa") {

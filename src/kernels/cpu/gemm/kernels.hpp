@@ -1,10 +1,11 @@
 // The contracts between the portable GEMM framework and the per-ISA kernels.
 //
-// Every ISA provides the same four pieces (ukernels/<isa>/, one file each):
+// Every ISA provides the same pieces (ukernels/<isa>/, one file each):
 //   ukernel     C[MR,NR] = alpha * Apanel . Bpanel + beta * C (BLIS micro-kernel signature)
 //   convert     a contiguous run of bf16 / fp16 / fp8 / fp32 values to fp32 (x scale)
 //   interleave  rows of fp32 into a K-major panel (the transpose inside packing)
 //   decode      small-M GEMM streaming W rows once, converting in registers
+//   direct      C tiles from W rows read in place and a packed A^T (fp32, mid-size M)
 // The ISA files include only intrinsics and these POD declarations: no inline function of a
 // shared header is instantiated with ISA-specific flags (it could be picked by the linker for
 // generic code and fault on an older CPU).
@@ -75,6 +76,18 @@ struct DecodeArgs {
   std::int64_t ld_ascale = 0;
 };
 using Decode = void (*)(const DecodeArgs& args);
+// The direct path (Path::direct): W is never packed. A tile of C is `rows` <= R rows of W,
+// read where they are (one value of each broadcast per k), against a panel of m <= P rows of A
+// packed k-major in a width of Pm = round_up(m, L) rows (A^T: at[p * Pm + i] = A(i, p), rows
+// past m zero); the family's R, P and L are direct_rows, direct_panel and direct_lanes.
+// For i < m and r < rows:
+//   c[i * ldc + r] = alpha * sum_{p < k} at[p * P + i] * w[r * ldw + p] + beta * c[i * ldc + r]
+// (beta == 0: C is not read). w_next: the W tile computed next (R rows at ldw, k values),
+// fetched into L1 while this one computes (nullptr: none).
+using DirectKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, int rows,
+                              const float* at, int m, float alpha, float beta, float* c,
+                              std::int64_t ldc, const float* w_next);
+
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
 
@@ -89,18 +102,24 @@ void sgemm_scalar_4x8(std::int64_t, const float*, const float*, const float*, co
 void convert_scalar(const void*, DType, std::int64_t, float, const float*, float*);
 void interleave_scalar(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_scalar(const DecodeArgs&);
+void sgemm_direct_scalar_4x8(std::int64_t, const float*, std::int64_t, int, const float*, int,
+                             float, float, float*, std::int64_t, const float*);
 
 void sgemm_avx2_6x16(std::int64_t, const float*, const float*, const float*, const float*, float*,
                      std::int64_t, std::int64_t, const UkAux*);
 void convert_avx2(const void*, DType, std::int64_t, float, const float*, float*);
 void interleave_avx2(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx2(const DecodeArgs&);
+void sgemm_direct_avx2_4x24(std::int64_t, const float*, std::int64_t, int, const float*, int, float,
+                            float, float*, std::int64_t, const float*);
 
 void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                         float*, std::int64_t, std::int64_t, const UkAux*);
 void convert_avx512(const void*, DType, std::int64_t, float, const float*, float*);
 void interleave_avx512(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx512(const DecodeArgs&);
+void sgemm_direct_avx512_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
+                              float, float, float*, std::int64_t, const float*);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
 // m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of k at

@@ -1,0 +1,16 @@
+// fp32 direct kernel, AVX-512F: 6 rows of W x 64 rows of A, 24 zmm accumulators + 4 A vectors
+// + 1 broadcast = 29 of 32 registers. Six W rows (not twelve) keep the rows' lines within six of
+// L1's ways when the row stride is a multiple of 4 KiB (K = 4096: every row maps to the same
+// sets). Measured against 8 x 48 and 12 x 32 in docs/gemm.md.
+#include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
+#include "kernels/cpu/gemm/ukernels/simd_direct.hpp"
+
+namespace attain::gemm::detail {
+
+void sgemm_direct_avx512_6x64(std::int64_t k, const float* w, std::int64_t ldw, int rows,
+                              const float* at, int m, float alpha, float beta, float* c,
+                              std::int64_t ldc, const float* w_next) {
+  simd_direct_any<Avx512, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, w_next);
+}
+
+}  // namespace attain::gemm::detail

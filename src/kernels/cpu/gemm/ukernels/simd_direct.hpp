@@ -1,0 +1,87 @@
+// The direct kernel (kernels.hpp, DirectKernel), written once over a SIMD traits type S and
+// instantiated per ISA like simd_ukernel.hpp: C^T's tile W[R rows] . A^T[P = NV * kLanes rows]
+// with the R x NV accumulators in registers. Each k step loads NV vectors of the packed A^T
+// panel (L2) and broadcasts one value of each of the R rows of W where W is stored (the rows
+// stay in L1 while every panel of A passes), so W is read once from memory and never packed.
+// The sums are C transposed (lanes run along M): they leave through a small tile in L1.
+// simd_direct_any takes panels of any width up to NV vectors (the tail of M: a 64-row kernel
+// given 20 rows runs two vectors, not four).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace attain::gemm::detail {
+
+template <class S, int R, int NV>
+inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
+                                                       std::int64_t ldw, int rows, const float* at,
+                                                       int m, float alpha, float beta, float* c,
+                                                       std::int64_t ldc, const float* w_next) {
+  using V = typename S::V;
+  constexpr int P = NV * S::kLanes;
+  V acc[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = S::zero();
+  // Rows past `rows` repeat the last one (always readable); their sums are not written.
+  const float* wr[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
+
+  auto step = [&](std::int64_t p) __attribute__((always_inline)) {
+    V a[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) a[v] = S::load(at + p * P + v * S::kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V b = S::bcast(wr[r] + p);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(b, a[v], acc[r][v]);
+    }
+  };
+  std::int64_t p = 0;
+  // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
+  for (; p + 16 <= k; p += 16) {
+    if (w_next != nullptr) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) __builtin_prefetch(w_next + r * ldw + p, 0, 3);
+    }
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) step(p + q);
+  }
+  for (; p < k; ++p) step(p);
+
+  // C = alpha * sums + beta * C, rounded once per element as the packed path does
+  // (fma(beta, c, alpha * sum); beta 1 is c + alpha * sum, the same bits).
+  alignas(64) float t[R][P];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) S::store(&t[r][v * S::kLanes], acc[r][v]);
+  for (int i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    if (beta == 0.0f) {
+      for (int r = 0; r < rows; ++r) ci[r] = alpha * t[r][i];
+    } else if (beta == 1.0f) {
+      for (int r = 0; r < rows; ++r) ci[r] += alpha * t[r][i];
+    } else {
+      for (int r = 0; r < rows; ++r) ci[r] = S::fma1(beta, ci[r], alpha * t[r][i]);
+    }
+  }
+}
+
+// The panel holds round_up(m, kLanes) rows: the instantiation with that many vectors.
+template <class S, int R, int NV>
+inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, int rows,
+                            const float* at, int m, float alpha, float beta, float* c,
+                            std::int64_t ldc, const float* w_next) {
+  if constexpr (NV > 1) {
+    if (m <= (NV - 1) * S::kLanes)
+      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, w_next);
+  }
+  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, w_next);
+}
+
+}  // namespace attain::gemm::detail
