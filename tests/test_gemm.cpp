@@ -427,14 +427,21 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
       }
   }
   // The default's decode/packed crossover moves down to M = 32 where the pairs run (both
-  // paths multiply bf16 pairs; 64 on the fp32 route).
+  // paths multiply bf16 pairs; 64 on the fp32 route), unless the table gives those M to the
+  // direct path on bf16 pairs.
   Params q;
   q.m = 40, q.n = 4096, q.k = 4096;
   q.a_type = q.b_type = DType::bf16;
   const bool pairs = detail::cpu_info().avx512_bf16 && detected_isa() == Isa::avx512;
-  EXPECT_EQ(resolve(q).path, pairs ? Path::packed : Path::decode);
+  const auto& blk = detail::blocking(detected_isa());
+  auto direct = [&](const Params& x) {
+    return detail::direct_pairs(x, detail::family(detected_isa())) &&
+           x.m >= blk.direct_min_m_pairs && x.m <= blk.direct_max_m_pairs &&
+           x.n >= blk.direct_min_n;
+  };
+  EXPECT_EQ(resolve(q).path, direct(q) ? Path::direct : pairs ? Path::packed : Path::decode);
   q.m = 32;
-  EXPECT_EQ(resolve(q).path, Path::decode);
+  EXPECT_EQ(resolve(q).path, direct(q) ? Path::direct : Path::decode);
   q.m = 24, q.a_type = DType::f32;  // fp32 A: the fp32 route, crossover at 64
   EXPECT_EQ(resolve(q).path, Path::decode);
 }
@@ -768,9 +775,12 @@ TEST(Gemm, BadArgumentsAreRefused) {
   p.schedule.path = Path::direct;  // W stored (K, N): not the direct path's layout
   EXPECT_THROW(gemm(p), std::invalid_argument);
   p.trans_b = Trans::T;
-  p.c_type = DType::bf16;  // fp32 A, B and C only
+  p.a_type = DType::bf16;  // fp32 A and W, or bf16 A and W (pairs), not mixed
   EXPECT_THROW(gemm(p), std::invalid_argument);
-  p.c_type = DType::f32;
+  p.a_type = DType::f32;
+  p.b_type = DType::f16;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.b_type = DType::f32;
   p.schedule.split_k = 2;
   p.schedule.threads_m = p.schedule.threads_n = 1;
   p.threads = 2;
@@ -792,28 +802,65 @@ TEST(Gemm, DirectPath) {
   const Shape shapes[] = {{1, 1, 1, 0},      {2, 7, 15, 0},    {15, 6, 16, 0},    {16, 13, 17, 16},
                           {17, 25, 100, 32}, {47, 12, 33, 0},  {64, 5, 300, 112}, {65, 31, 129, 64},
                           {100, 19, 260, 0}, {129, 7, 64, 48}, {200, 37, 90, 0}};
+  // fp32 A and W into each C dtype, and bf16 A and W as bf16 pairs where the CPU has them
+  // (even K and leading dimensions, A stored (M, K)).
+  struct Types {
+    DType ab, c;
+  };
+  const Types types[] = {{DType::f32, DType::f32},
+                         {DType::f32, DType::bf16},
+                         {DType::f32, DType::f16},
+                         {DType::bf16, DType::f32},
+                         {DType::bf16, DType::bf16}};
   int i = 0;
   for (Isa isa : isas())
-    for (const Shape& sh : shapes) {
-      ++i;
-      Case c{};
-      c.isa = isa;
-      c.path = Path::direct;
-      c.m = sh.m;
-      c.n = sh.n;
-      c.k = sh.k;
-      c.kc = sh.kc;
-      c.ints = true;
-      c.threads = 1 + i % 3;
-      c.stages = i % 2 == 0 ? 1 : 2;
-      c.ta = i % 4 == 1 ? Trans::T : Trans::N;
-      c.pad = i % 3 == 0 ? 3 : 0;
-      c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
-      c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
-      run_case(c);
-      c.ints = false;  // and random values against the tolerance
-      run_case(c);
+    for (const Types& t : types) {
+      const bool words = t.ab == DType::bf16;
+      if (words && (!isa_supported(isa) || detail::family(isa).direct_bf16 == nullptr ||
+                    !detail::cpu_info().avx512_bf16))
+        continue;
+      for (const Shape& sh : shapes) {
+        if (words && sh.k % 2 != 0) continue;
+        ++i;
+        Case c{};
+        c.isa = isa;
+        c.path = Path::direct;
+        c.at = c.bt = t.ab;
+        c.ct = t.c;
+        c.m = sh.m;
+        c.n = sh.n;
+        c.k = sh.k;
+        c.kc = sh.kc;
+        c.ints = true;
+        c.threads = 1 + i % 3;
+        c.stages = i % 2 == 0 ? 1 : 2;
+        c.ta = i % 4 == 1 && !words ? Trans::T : Trans::N;
+        c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
+        c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
+        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
+        run_case(c);
+        c.ints = false;  // and random values against the tolerance
+        run_case(c);
+      }
     }
+  EXPECT_GT(i, 40);
+  // bf16 pairs need even K: the direct path refuses odd K rather than reading past a row.
+  if (isa_supported(Isa::avx512) && detail::cpu_info().avx512_bf16) {
+    std::vector<std::uint16_t> a(64), w(64);
+    std::vector<float> cc(64);
+    Params p;
+    p.a = a.data();
+    p.b = w.data();
+    p.c = cc.data();
+    p.a_type = p.b_type = DType::bf16;
+    p.m = p.n = 4;
+    p.k = 7;
+    p.schedule.path = Path::direct;
+    p.schedule.isa = Isa::avx512;
+    EXPECT_THROW(gemm(p), std::invalid_argument);
+    p.k = 8;
+    EXPECT_NO_THROW(gemm(p));
+  }
 }
 
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine

@@ -159,7 +159,11 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     return;
   }
   if (s.path == Path::direct) {
-    // W read once, in place; A^T packed by all threads first (a region of its own).
+    // W read once, in place; A^T packed by all threads first (a region of its own). bf16 A and
+    // W as bf16 pairs: the bf16 dot peak, one broadcast per two k.
+    const bool words = gemm::detail::direct_pairs(p, fam);
+    const double dpeak = words && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
+    const double kw = words ? 2.0 : 1.0;
     std::int64_t width = 0;  // rows of the A^T panels, padded to whole vectors
     for (std::int64_t i0 = 0; i0 < p.m; i0 += fam.direct_panel)
       width += round_up(std::min<std::int64_t>(fam.direct_panel, p.m - i0), fam.direct_lanes);
@@ -169,9 +173,9 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       const double nb = d(std::min(chunk, p.n - n0));
       BlockWork w;
       w.bytes = nb * d(p.k) * bsz + d(p.m * p.k) * asz;
-      w.compute_s =
-          std::max(2.0 * d(width) * nb * d(p.k) / (peak * kDirectEff), nb * d(p.k) * kDirectWS) *
-          (s.stages <= 1 ? 1.05 : 1.0);
+      w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
+                             nb * d(p.k) / kw * kDirectWS) *
+                    (s.stages <= 1 ? 1.05 : 1.0);
       w.fixed_s = kBlockS * 2;
       out.push_back(w);
     }
@@ -386,7 +390,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
               }
           }
         }
-        if (gemm::detail::direct_ok(c.p))
+        if (gemm::detail::direct_ok(c.p, fam))
           for (int kc : {0, 512, 1024, 2048})
             for (int st : {1, 2}) {
               Schedule s = base;

@@ -58,7 +58,8 @@ CpuInfo probe_cpu() {
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
-     decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16},
+     decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16,
+     sgemm_direct_avx512bf16_6x64},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
@@ -91,17 +92,21 @@ constexpr std::int64_t kMiB = 1 << 20;
 // path above: N x K = 7168 x 2048 M=8 0.87x, 12 1.01x, 16 1.39x, 32 1.74x, 48 1.33x, 64 1.43x,
 // 96 1.17x, 128 1.13x, 160 1.08x, 192 0.99x, 256 0.95x; 16384 x 4096, 24576 x 1536 and
 // 2112 x 7168 alike, M=192 0.95-1.13x; 128 x N x 2048: N=128 0.91x, 256 1.03x, 1024 1.13x).
+// bf16 A and W as bf16 pairs for M 16..128 (same runs, bf16 C, against the bf16 pairs decode
+// and packed paths: 4096 x 4096 M=8 0.80x, 16 1.28x, 32 1.60x, 64 1.41x, 128 1.12x, 192 0.97x;
+// 7168 x 2048, 4096 x 14336, 32768 x 512, 2112 x 7168: M=12 0.89-1.34x, 16 1.04-1.37x, 32
+// 1.60-1.99x, 128 1.01-1.28x, 160 0.97-1.20x).
+// Columns: mc, kc, B panel bytes, nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs),
+// direct min / max M, direct min N, direct min / max M on bf16 pairs.
+// clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5",
-     "AuthenticAMD",
-     0x1a,
-     Isa::avx512,
-     {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 16, 128}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},
 }};
+// clang-format on
 
 const TableRow& table_row(Isa isa) {
   const CpuInfo& c = cpu_info();
@@ -139,9 +144,16 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
          p.m <= kDecodeMaxM;
 }
 
-bool direct_ok(const Params& p) {
-  return p.a_type == DType::f32 && p.b_type == DType::f32 && p.c_type == DType::f32 &&
-         p.trans_b == Trans::T;
+bool direct_pairs(const Params& p, const KernelFamily& f) {
+  const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
+  return f.direct_bf16 != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
+         p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
+         p.k % 2 == 0 && p.lda % 2 == 0 && p.ldb % 2 == 0 && aligned4(p.a) && aligned4(p.b);
+}
+
+bool direct_ok(const Params& p, const KernelFamily& f) {
+  if (p.trans_b != Trans::T) return false;
+  return (p.a_type == DType::f32 && p.b_type == DType::f32) || direct_pairs(p, f);
 }
 
 const KernelFamily& family(Isa isa) {

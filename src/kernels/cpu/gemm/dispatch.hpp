@@ -33,6 +33,8 @@ struct KernelFamily {
   // panels in widths of direct_lanes rows.
   DirectKernel direct = nullptr;
   int direct_rows = 0, direct_panel = 0, direct_lanes = 0;
+  // The same tile on bf16 pairs (nullptr: none); see direct_pairs().
+  DirectKernel direct_bf16 = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -49,6 +51,7 @@ struct Blocking {
   // default). Its KC: the largest that keeps the A^T block (M x KC) within direct_block_bytes
   // of L2, at most direct_max_kc, K cut into equal blocks.
   int direct_min_m = 0, direct_max_m = 0, direct_min_n = 0;
+  int direct_min_m_pairs = 0, direct_max_m_pairs = 0;  // bf16 A and W as bf16 pairs
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
 };
@@ -72,9 +75,13 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
-// Whether the direct path takes these operands: fp32 A, W and C, W stored (N, K) (trans_b = T),
-// A either way, no split-K. Every kernel family has a direct kernel.
-bool direct_ok(const Params& p);
+// Whether the direct path takes these operands with family f: W stored (N, K) (trans_b = T) and
+// fp32 A and W (A stored either way; every family), or bf16 A and W multiplied as bf16 pairs
+// (direct_pairs). C of any output dtype; no split-K.
+bool direct_ok(const Params& p, const KernelFamily& f);
+// bf16 A and W on the direct path as bf16 pairs: a family with direct_bf16 on a CPU with
+// AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W.
+bool direct_pairs(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

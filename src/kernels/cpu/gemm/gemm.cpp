@@ -98,6 +98,9 @@ struct Problem {
   // The direct path: A^T in panels of the family's direct_panel rows, all of K each
   // (panel q at at + q * P * K), packed by the caller before the region.
   const float* at = nullptr;
+  // ...its kernel and the K values per A^T / W value it reads (2: bf16 pairs as 32-bit words).
+  detail::DirectKernel direct = nullptr;
+  int direct_kw = 1;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -493,10 +496,17 @@ int at_width(const Problem& pr, int rows) {
 }
 
 // K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
-// `width` values at dst + k * width, zeros past the panel's rows).
+// `width` values at dst + k * width, zeros past the panel's rows). On bf16 pairs the values
+// are words of two bf16 of consecutive k (k0 and k1 even).
 void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
   const Params& p = *pr.p;
   const int rows = at_rows(pr, i0), width = at_width(pr, rows);
+  if (pr.direct_kw == 2) {
+    const auto* a16 = static_cast<const std::uint16_t*>(p.a) + i0 * pr.lda + k0;
+    pr.fam->interleave(reinterpret_cast<const float*>(a16), pr.lda / 2, rows, (k1 - k0) / 2, width,
+                       dst + k0 / 2 * width);
+    return;
+  }
   const auto* a = static_cast<const float*>(p.a);
   if (p.trans_a == Trans::N) {
     pr.fam->interleave(a + i0 * pr.lda + k0, pr.lda, rows, k1 - k0, width, dst + k0 * width);
@@ -510,32 +520,39 @@ void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k
 
 // Columns [n0, n1) of C: KC blocks of K outermost (the A^T block, M x KC, stays in L2), then
 // tiles of R rows of W (in L1 while every panel of A passes), the next tile's W fetched during
-// the last panel.
+// the last panel. fp32 C is accumulated in place; 16-bit C through fp32 sums of the block's
+// columns, rounded once at the end. Offsets into W and A^T count values (fp32) or words (bf16
+// pairs, kw = 2).
 void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int R = f.direct_rows, P = f.direct_panel;
-  const std::int64_t KC = pr.s.kc, panels = ceil_div(p.m, P);
+  const std::int64_t kw = pr.direct_kw, KC = round_up(pr.s.kc, kw), panels = ceil_div(p.m, P);
+  const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
-  auto* c = static_cast<float*>(p.c);
+  const bool to16 = p.c_type != DType::f32;
+  float* out = to16 ? workspace().c_tile.get(p.m * (n1 - n0)) : static_cast<float*>(p.c);
+  const std::int64_t ldo = to16 ? n1 - n0 : pr.ldc, col0 = to16 ? n0 : 0;
+  const float alpha = to16 ? 1.0f : p.alpha;
   const bool fetch = pr.s.stages > 1;
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
     const std::int64_t kc = std::min(KC, p.k - k0);
-    const float beta = k0 == 0 ? p.beta : 1.0f;
+    const float beta = k0 > 0 ? 1.0f : to16 ? 0.0f : p.beta;
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
-      const float* wt = w + j * pr.ldb + k0;
+      const float* wt = w + j * ldw + k0 / kw;
       const float* next = !fetch          ? nullptr
-                          : j + R < n1    ? wt + R * pr.ldb
-                          : k0 + KC < p.k ? w + n0 * pr.ldb + k0 + KC
+                          : j + R < n1    ? wt + R * ldw
+                          : k0 + KC < p.k ? w + n0 * ldw + (k0 + KC) / kw
                                           : nullptr;
       for (std::int64_t q = 0; q < panels; ++q) {
         const int m = at_rows(pr, q * P);
-        f.direct(kc, wt, pr.ldb, rows, pr.at + q * P * p.k + k0 * at_width(pr, m), m, p.alpha, beta,
-                 c + q * P * pr.ldc + j, pr.ldc, q + 1 == panels ? next : nullptr);
+        pr.direct(kc / kw, wt, ldw, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
+                  alpha, beta, out + q * P * ldo + j - col0, ldo, q + 1 == panels ? next : nullptr);
       }
     }
   }
+  if (to16) write_back(pr, 0, n0, p.m, n1 - n0, out, ldo);
 }
 
 // C = alpha * (sum of the split-K partial sums) + beta * C.
@@ -578,8 +595,11 @@ void check(const Params& p, bool fused) {
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
-  if (s.path == Path::direct && !detail::direct_ok(p))
-    fail("direct path needs fp32 A, B and C and trans_b = T");
+  if (s.path == Path::direct &&
+      !detail::direct_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
+    fail(
+        "direct path needs W stored (N, K) (trans_b = T) and fp32 A and W, or bf16 A and W on a "
+        "CPU with AVX512-BF16 (A stored (M, K), even K and leading dimensions)");
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
@@ -649,8 +669,10 @@ Schedule resolve_with(const Params& p, int blocks) {
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
     // fp32 W read in place against a packed A^T: from the M where the decode kernel stops
     // keeping up to where packing W (a transpose of every element) is paid back.
-    if (s.split_k <= 1 && detail::direct_ok(p) && p.m >= b.direct_min_m && p.m <= b.direct_max_m &&
-        p.n >= b.direct_min_n)
+    const bool words = detail::direct_pairs(p, f);
+    if (s.split_k <= 1 && detail::direct_ok(p, f) && p.n >= b.direct_min_n &&
+        p.m >= (words ? b.direct_min_m_pairs : b.direct_min_m) &&
+        p.m <= (words ? b.direct_max_m_pairs : b.direct_max_m))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
   }
@@ -662,8 +684,9 @@ Schedule resolve_with(const Params& p, int blocks) {
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
   if (s.kc == 0 && s.path == Path::direct) {
     const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
-    const std::int64_t most =
-        std::clamp<std::int64_t>(b.direct_block_bytes / (4 * rows) / 64 * 64, 256, b.direct_max_kc);
+    const std::int64_t bytes = detail::direct_pairs(p, f) ? 2 : 4;  // per A value
+    const std::int64_t most = std::clamp<std::int64_t>(
+        b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, b.direct_max_kc);
     const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
     s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
   }
@@ -724,6 +747,11 @@ Problem make_problem(const Params& p, const Schedule& s) {
   pr.pairs = detail::multiplies_bf16_pairs(p, *pr.fam) && pr.lda % 2 == 0 && pr.ldb % 2 == 0 &&
              s.kc % (fp8 ? kFp8Block : 2) == 0 && (fp8 || (aligned4(p.a) && aligned4(p.b)));
   pr.kw = pr.pairs ? 2 : 1;
+  if (s.path == Path::direct) {
+    const bool words = detail::direct_pairs(p, *pr.fam);
+    pr.direct = words ? pr.fam->direct_bf16 : pr.fam->direct;
+    pr.direct_kw = words ? 2 : 1;
+  }
   return pr;
 }
 
@@ -923,10 +951,10 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::direct) {
       // A^T packed in pieces of 512 K values of a panel, the pieces shared by the threads.
       const int P = pr.fam->direct_panel;
-      const std::int64_t panels = ceil_div(p.m, P);
+      const std::int64_t panels = ceil_div(p.m, P), kwords = p.k / pr.direct_kw;
       for (std::int64_t q = 0; q < panels; ++q)
         for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
-          bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * p.k});
+          bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * kwords});
       pr.at = conv_buf;
       conv_buf += round_up(panels * P * p.k, 16);
     }

@@ -132,6 +132,10 @@ void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const floa
                              std::uint16_t* dst);
 // bf16 x bf16 decode as bf16 pairs (AVX512-BF16): any K, a16 = A.
 void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
+// The direct kernel on bf16 pairs (AVX512-BF16): w and at hold 32-bit words (two bf16 of
+// consecutive k), k counts pairs, ldw is in words.
+void sgemm_direct_avx512bf16_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
+                                  float, float, float*, std::int64_t, const float*);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
 void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                             float*, std::int64_t, std::int64_t, const UkAux*);

@@ -4,6 +4,8 @@
 // panel (L2) and broadcasts one value of each of the R rows of W where W is stored (the rows
 // stay in L1 while every panel of A passes), so W is read once from memory and never packed.
 // The sums are C transposed (lanes run along M): they leave through a small tile in L1.
+// On bf16 pairs (S::dot = vdpbf16ps) the "floats" are 32-bit words, two bf16 of consecutive k
+// each, k counts pairs and ldw is in words: W's bf16 rows already are rows of pairs.
 // simd_direct_any takes panels of any width up to NV vectors (the tail of M: a 64-row kernel
 // given 20 rows runs two vectors, not four).
 #pragma once
@@ -38,7 +40,7 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
     for (int r = 0; r < R; ++r) {
       const V b = S::bcast(wr[r] + p);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(b, a[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = S::dot(b, a[v], acc[r][v]);
     }
   };
   std::int64_t p = 0;

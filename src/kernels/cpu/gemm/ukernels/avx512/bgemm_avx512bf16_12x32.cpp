@@ -4,20 +4,10 @@
 // which adds both products of a pair to an fp32 lane: twice the k of an FMA per instruction.
 // Products of bf16 values are exact; the sums are fp32 (vdpbf16ps reads denormals as zero and
 // flushes denormal sums).
-#include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
+#include "kernels/cpu/gemm/ukernels/avx512/simd_avx512bf16.hpp"
 #include "kernels/cpu/gemm/ukernels/simd_ukernel.hpp"
 
 namespace attain::gemm::detail {
-
-namespace {
-
-struct Avx512Bf16Pairs : Avx512 {
-  static V dot(V a, V b, V c) {
-    return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
-  }
-};
-
-}  // namespace
 
 void bgemm_avx512bf16_12x32(std::int64_t k, const float* alpha, const float* a, const float* b,
                             const float* beta, float* c, std::int64_t rs_c, std::int64_t cs_c,
