@@ -44,11 +44,21 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
     }
   };
   std::int64_t p = 0;
+  // C's rows of the tile are written at the end, each to a line far from the last one written
+  // (C's rows are N apart): fetch them for writing while the tile computes, a few rows per 16
+  // k steps, so that a cold C does not stall the write-back on every store.
+  const int c_rows =
+      static_cast<int>(std::max<std::int64_t>(1, (m * 16 + k - 1) / std::max<std::int64_t>(k, 1)));
+  int c_next = 0;
   // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
   for (; p + 16 <= k; p += 16) {
     if (w_next != nullptr) {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) __builtin_prefetch(w_next + r * ldw + p, 0, 3);
+    }
+    for (int e = std::min(m, c_next + c_rows); c_next < e; ++c_next) {
+      __builtin_prefetch(c + c_next * ldc, 1, 3);
+      __builtin_prefetch(c + c_next * ldc + rows - 1, 1, 3);
     }
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) step(p + q);
