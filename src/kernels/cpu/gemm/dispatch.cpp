@@ -89,7 +89,7 @@ constexpr std::int64_t kMiB = 1 << 20;
 // and M 32 for fp8 without VBMI (N=7168 K=2048: decode faster at 32 by 14%, even at 40,
 // packed faster at 48 by 20%). fp32 takes the direct path for M 12..160 and N >= 256
 // (2026-12-01, 2 threads, cold, min of 3, against the decode path below M 32 and the packed
-// path above: N x K = 7168 x 2048 M=8 0.87x, 12 1.01x, 16 1.39x, 32 1.74x, 48 1.33x, 64 1.43x,
+// path above: N x K = 7168 x 2048 M=8 0.87x, 12 1.05x, 16 1.39x, 32 1.74x, 48 1.33x, 64 1.43x,
 // 96 1.17x, 128 1.13x, 160 1.08x, 192 0.99x, 256 0.95x; 16384 x 4096, 24576 x 1536 and
 // 2112 x 7168 alike, M=192 0.95-1.13x; 128 x N x 2048: N=128 0.91x, 256 1.03x, 1024 1.13x).
 // bf16 A and W as bf16 pairs for M 16..128 (same runs, bf16 C, against the bf16 pairs decode
