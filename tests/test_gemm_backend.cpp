@@ -1,5 +1,5 @@
-// The attain backend through the harness's tensors: every op kind x dtype x path (decode and
-// packed by M) x thread count x stage depth, verified with attain::verify against fp64, with
+// The attain backend through the harness's tensors: every op kind x dtype x path (decode,
+// direct and packed by M and N) x thread count x stage depth, verified with attain::verify against fp64, with
 // outputs poisoned first and the tensor set's guard regions checked.
 #include <gtest/gtest.h>
 
@@ -37,12 +37,15 @@ void check(const std::string& spec, int threads, int stages) {
 TEST(AttainBackend, EveryKindDtypePathThreads) {
   for (const char* dt : {"fp32", "bf16", "fp16", "fp8"})
     for (int threads : {1, 2})
-      for (int m : {3, 90}) {  // the decode path, the packed path
+      for (int m : {3, 40, 90}) {  // the decode path, direct (N >= 256: fp32, bf16), packed
         const std::string d = std::string(",dtype=") + dt;
         const std::string ms = std::to_string(m);
-        check("gemm:m=" + ms + ",n=136,k=300" + d, threads, 2);
-        check("batched_gemm:batch=3,m=" + ms + ",n=40,k=130" + d, threads, 2);
-        check("grouped_gemm:groups=4,m=" + ms + ",n=72,k=260" + d, threads, 2);
+        const std::string wide = m == 40 ? "260" : "";  // N the direct path takes by default
+        check("gemm:m=" + ms + ",n=" + (m == 40 ? "300" : "136") + ",k=300" + d, threads, 2);
+        check("batched_gemm:batch=3,m=" + ms + ",n=" + (m == 40 ? wide : "40") + ",k=130" + d,
+              threads, 2);
+        check("grouped_gemm:groups=4,m=" + ms + ",n=" + (m == 40 ? wide : "72") + ",k=260" + d,
+              threads, 2);
         check("grouped_gemm:groups=4,m=" + ms + ",n=72,k=260,layout=masked,skew=1" + d, threads, 2);
         check("grouped_gemm:groups=5,m=" + ms + ",n=40,k=200,skew=1.5" + d, threads, 2);
       }
