@@ -775,12 +775,12 @@ TEST(Gemm, BadArgumentsAreRefused) {
   p.schedule.path = Path::direct;  // W stored (K, N): not the direct path's layout
   EXPECT_THROW(gemm(p), std::invalid_argument);
   p.trans_b = Trans::T;
-  p.a_type = DType::bf16;  // fp32 A and W, or bf16 A and W (pairs), not mixed
+  p.trans_a = Trans::T;  // A stored (K, M) only when fp32
+  p.a_type = DType::f16;
   EXPECT_THROW(gemm(p), std::invalid_argument);
   p.a_type = DType::f32;
-  p.b_type = DType::f16;
-  EXPECT_THROW(gemm(p), std::invalid_argument);
-  p.b_type = DType::f32;
+  EXPECT_NO_THROW(gemm(p));
+  p.trans_a = Trans::N;
   p.schedule.split_k = 2;
   p.schedule.threads_m = p.schedule.threads_n = 1;
   p.threads = 2;
@@ -802,31 +802,31 @@ TEST(Gemm, DirectPath) {
   const Shape shapes[] = {{1, 1, 1, 0},      {2, 7, 15, 0},    {15, 6, 16, 0},    {16, 13, 17, 16},
                           {17, 25, 100, 32}, {47, 12, 33, 0},  {64, 5, 300, 112}, {65, 31, 129, 64},
                           {100, 19, 260, 0}, {129, 7, 64, 48}, {200, 37, 90, 0}};
-  // fp32 A and W into each C dtype, and bf16 A and W as bf16 pairs where the CPU has them
-  // (even K and leading dimensions, A stored (M, K)).
+  // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
+  // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
+  // converted A.
   struct Types {
-    DType ab, c;
+    DType a, b, c;
   };
-  const Types types[] = {{DType::f32, DType::f32},
-                         {DType::f32, DType::bf16},
-                         {DType::f32, DType::f16},
-                         {DType::bf16, DType::f32},
-                         {DType::bf16, DType::bf16}};
+  const Types types[] = {
+      {DType::f32, DType::f32, DType::f32},    {DType::f32, DType::f32, DType::bf16},
+      {DType::f32, DType::f32, DType::f16},    {DType::bf16, DType::bf16, DType::f32},
+      {DType::bf16, DType::bf16, DType::bf16}, {DType::f16, DType::f16, DType::f16},
+      {DType::f32, DType::bf16, DType::f32},   {DType::f32, DType::fp8, DType::bf16},
+      {DType::fp8, DType::fp8, DType::f32}};
   int i = 0;
   for (Isa isa : isas())
     for (const Types& t : types) {
-      const bool words = t.ab == DType::bf16;
-      if (words && (!isa_supported(isa) || detail::family(isa).direct_bf16 == nullptr ||
-                    !detail::cpu_info().avx512_bf16))
-        continue;
+      const bool bf16 = t.a == DType::bf16 && t.b == DType::bf16;
       for (const Shape& sh : shapes) {
-        if (words && sh.k % 2 != 0) continue;
         ++i;
         Case c{};
         c.isa = isa;
         c.path = Path::direct;
-        c.at = c.bt = t.ab;
+        c.at = t.a;
+        c.bt = t.b;
         c.ct = t.c;
+        const bool words = bf16 && sh.k % 2 == 0;  // pairs on AVX512-BF16, fp32 route otherwise
         c.m = sh.m;
         c.n = sh.n;
         c.k = sh.k;
@@ -834,7 +834,7 @@ TEST(Gemm, DirectPath) {
         c.ints = true;
         c.threads = 1 + i % 3;
         c.stages = i % 2 == 0 ? 1 : 2;
-        c.ta = i % 4 == 1 && !words ? Trans::T : Trans::N;
+        c.ta = i % 4 == 1 && t.a == DType::f32 ? Trans::T : Trans::N;
         c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
         c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
         c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
@@ -843,24 +843,18 @@ TEST(Gemm, DirectPath) {
         run_case(c);
       }
     }
-  EXPECT_GT(i, 40);
-  // bf16 pairs need even K: the direct path refuses odd K rather than reading past a row.
-  if (isa_supported(Isa::avx512) && detail::cpu_info().avx512_bf16) {
-    std::vector<std::uint16_t> a(64), w(64);
-    std::vector<float> cc(64);
-    Params p;
-    p.a = a.data();
-    p.b = w.data();
-    p.c = cc.data();
-    p.a_type = p.b_type = DType::bf16;
-    p.m = p.n = 4;
-    p.k = 7;
-    p.schedule.path = Path::direct;
-    p.schedule.isa = Isa::avx512;
-    EXPECT_THROW(gemm(p), std::invalid_argument);
-    p.k = 8;
-    EXPECT_NO_THROW(gemm(p));
-  }
+  EXPECT_GT(i, 80);
+  // Which route each dtype takes.
+  const auto& f = detail::family(detected_isa());
+  Params q;
+  q.m = 8, q.n = 8, q.k = 64;
+  q.a_type = q.b_type = DType::bf16;
+  EXPECT_EQ(detail::direct_pairs(q, f), f.direct_bf16 != nullptr && detail::cpu_info().avx512_bf16);
+  q.k = 63;  // odd K: no pairs, the fp32 route (W converted)
+  EXPECT_FALSE(detail::direct_pairs(q, f));
+  EXPECT_TRUE(detail::direct_converts(q, f));
+  q.a_type = q.b_type = DType::f32;
+  EXPECT_FALSE(detail::direct_converts(q, f));
 }
 
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
@@ -886,10 +880,23 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_EQ(s.threads_n, 2);
     }
   }
-  p.m = b.direct_max_m > 0 ? b.direct_max_m : 64;
+  // W converted a tile at a time (fp32 A, bf16 W): the table's range for converted W, and
+  // its KC keeps the converted tile within half of L1.
   p.b_type = DType::bf16;
+  for (std::int64_t m : {16, 32, 100, 160, 192}) {
+    p.m = m;
+    const bool want =
+        b.direct_max_m_conv > 0 && m >= b.direct_min_m_conv && m <= b.direct_max_m_conv;
+    EXPECT_EQ(resolve(p).path == Path::direct, want) << "bf16 W m=" << m;
+    if (want) {
+      EXPECT_LE(resolve(p).kc, 1024);
+    }
+  }
+  // fp8 A and W keep their bf16-pairs paths by default.
+  p.a_type = p.b_type = DType::fp8;
+  p.m = 64;
   EXPECT_NE(resolve(p).path, Path::direct);
-  p.b_type = DType::f32;
+  p.a_type = p.b_type = DType::f32;
   p.trans_b = Trans::N;
   EXPECT_NE(resolve(p).path, Path::direct);
   p.trans_b = Trans::T;

@@ -173,9 +173,12 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       const double nb = d(std::min(chunk, p.n - n0));
       BlockWork w;
       w.bytes = nb * d(p.k) * bsz + d(p.m * p.k) * asz;
+      // W of another dtype is converted a tile at a time before the tile computes.
+      const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
       w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
                              nb * d(p.k) / kw * kDirectWS) *
-                    (s.stages <= 1 ? 1.05 : 1.0);
+                        (s.stages <= 1 ? 1.05 : 1.0) +
+                    nb * d(p.k) * conv;
       w.fixed_s = kBlockS * 2;
       out.push_back(w);
     }

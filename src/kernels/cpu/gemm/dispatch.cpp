@@ -100,12 +100,16 @@ constexpr std::int64_t kMiB = 1 << 20;
 // (7168 x 2048 M=8 0.94x, 12 1.14x, 16 1.43x, 32-64 1.31x, 128 1.10x, 192 1.09x, 256 1.04x;
 // 4096 x 14336 M=16 1.46x; 4096 x 4096 M=128 1.11x, 192 1.11x). The generic rows (other CPUs)
 // leave the direct path to the tuner until measured there.
+// W converted a tile at a time (fp16 x fp16, fp32 A with bf16 or fp8 W) for M 32..160 (4096 x
+// 4096 against the default: fp16 M=16 1.05x, 32 1.23x, 64 1.27x, 128 1.19x, 192 1.05x; fp32 x
+// bf16 16 0.85x, 32 1.10x, 64 1.31x, 128 1.21x; fp32 x fp8 16 1.09x, 32 1.35x, 64 1.52x, 128
+// 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x).
 // Columns: mc, kc, B panel bytes, nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs),
-// direct min / max M, direct min N, direct min / max M on bf16 pairs.
+// direct min / max M, direct min N, direct min / max M on bf16 pairs, on converted W.
 // clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 16, 128}},
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 16, 128, 32, 160}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},
@@ -157,7 +161,11 @@ bool direct_pairs(const Params& p, const KernelFamily& f) {
 
 bool direct_ok(const Params& p, const KernelFamily& f) {
   if (p.trans_b != Trans::T) return false;
-  return (p.a_type == DType::f32 && p.b_type == DType::f32) || direct_pairs(p, f);
+  return direct_pairs(p, f) || p.a_type == DType::f32 || p.trans_a == Trans::N;
+}
+
+bool direct_converts(const Params& p, const KernelFamily& f) {
+  return p.b_type != DType::f32 && !direct_pairs(p, f);
 }
 
 const KernelFamily& family(Isa isa) {

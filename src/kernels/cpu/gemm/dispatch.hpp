@@ -52,6 +52,9 @@ struct Blocking {
   // of L2, at most direct_max_kc, K cut into equal blocks.
   int direct_min_m = 0, direct_max_m = 0, direct_min_n = 0;
   int direct_min_m_pairs = 0, direct_max_m_pairs = 0;  // bf16 A and W as bf16 pairs
+  // 16-bit W converted a tile at a time (fp16 W, or bf16 W without the pairs), and fp8 W with
+  // A of another dtype; fp8 A and W stay on their bf16-pairs paths by default.
+  int direct_min_m_conv = 0, direct_max_m_conv = 0;
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
 };
@@ -75,10 +78,12 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
-// Whether the direct path takes these operands with family f: W stored (N, K) (trans_b = T) and
-// fp32 A and W (A stored either way; every family), or bf16 A and W multiplied as bf16 pairs
-// (direct_pairs). C of any output dtype; no split-K.
+// Whether the direct path takes these operands with family f: W stored (N, K) (trans_b = T);
+// bf16 A and W multiplied as bf16 pairs (direct_pairs), or else the fp32 route: fp32 W read in
+// place, other W converted to fp32 a tile at a time (direct_converts), A converted to fp32 in
+// its A^T panels (A stored (K, M) only when fp32). C of any output dtype; no split-K.
 bool direct_ok(const Params& p, const KernelFamily& f);
+bool direct_converts(const Params& p, const KernelFamily& f);
 // bf16 A and W on the direct path as bf16 pairs: a family with direct_bf16 on a CPU with
 // AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W.
 bool direct_pairs(const Params& p, const KernelFamily& f);

@@ -507,6 +507,16 @@ void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k
                        dst + k0 / 2 * width);
     return;
   }
+  if (p.a_type != DType::f32) {  // converted to fp32 rows first (scales applied), A stored (M, K)
+    const std::int64_t len = k1 - k0;
+    float* tmp = workspace().a_conv.get(rows * len);
+    for (int r = 0; r < rows; ++r)
+      convert_k_run(
+          pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i0 + r, q); },
+          [&](std::int64_t q) { return a_scale(pr, i0 + r, q); }, k0, len, tmp + r * len);
+    pr.fam->interleave(tmp, len, rows, len, width, dst + k0 * width);
+    return;
+  }
   const auto* a = static_cast<const float*>(p.a);
   if (p.trans_a == Trans::N) {
     pr.fam->interleave(a + i0 * pr.lda + k0, pr.lda, rows, k1 - k0, width, dst + k0 * width);
@@ -530,24 +540,47 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
   const std::int64_t kw = pr.direct_kw, KC = round_up(pr.s.kc, kw), panels = ceil_div(p.m, P);
   const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
+  // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
+  // (a multiple of 4 KiB apart, every row's k-th line would share one set).
+  const bool conv = detail::direct_converts(p, f);
+  const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
+  float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
   const bool to16 = p.c_type != DType::f32;
   float* out = to16 ? workspace().c_tile.get(p.m * (n1 - n0)) : static_cast<float*>(p.c);
   const std::int64_t ldo = to16 ? n1 - n0 : pr.ldc, col0 = to16 ? n0 : 0;
   const float alpha = to16 ? 1.0f : p.alpha;
   const bool fetch = pr.s.stages > 1;
+  const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
     const std::int64_t kc = std::min(KC, p.k - k0);
     const float beta = k0 > 0 ? 1.0f : to16 ? 0.0f : p.beta;
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
-      const float* wt = w + j * ldw + k0 / kw;
-      const float* next = !fetch          ? nullptr
-                          : j + R < n1    ? wt + R * ldw
-                          : k0 + KC < p.k ? w + n0 * ldw + (k0 + KC) / kw
-                                          : nullptr;
+      // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
+      detail::DirectNext nx;
+      nx.ld = pr.ldb * es;
+      if (fetch && j + R < n1) {
+        nx.w = reinterpret_cast<const char*>(b_at(pr, k0, j + R));
+        nx.bytes = kc * es;
+      } else if (fetch && k0 + KC < p.k) {
+        nx.w = reinterpret_cast<const char*>(b_at(pr, k0 + KC, n0));
+        nx.bytes = std::min(KC, p.k - k0 - KC) * es;
+      }
+      const float* wt = wtile;
+      std::int64_t ld = ldt;
+      if (conv) {
+        for (int r = 0; r < rows; ++r)
+          convert_k_run(
+              pr, p.b_type, [&](std::int64_t q) { return b_at(pr, q, j + r); },
+              [&](std::int64_t q) { return b_scale(pr, q, j + r); }, k0, kc, wtile + r * ldt);
+      } else {
+        wt = w + j * ldw + k0 / kw;
+        ld = ldw;
+      }
+      const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = 0; q < panels; ++q) {
         const int m = at_rows(pr, q * P);
-        pr.direct(kc / kw, wt, ldw, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
+        pr.direct(kc / kw, wt, ld, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
                   alpha, beta, out + q * P * ldo + j - col0, ldo, q + 1 == panels ? next : nullptr);
       }
     }
@@ -597,9 +630,7 @@ void check(const Params& p, bool fused) {
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
   if (s.path == Path::direct &&
       !detail::direct_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
-    fail(
-        "direct path needs W stored (N, K) (trans_b = T) and fp32 A and W, or bf16 A and W on a "
-        "CPU with AVX512-BF16 (A stored (M, K), even K and leading dimensions)");
+    fail("direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32");
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
@@ -669,10 +700,12 @@ Schedule resolve_with(const Params& p, int blocks) {
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
     // fp32 W read in place against a packed A^T: from the M where the decode kernel stops
     // keeping up to where packing W (a transpose of every element) is paid back.
-    const bool words = detail::direct_pairs(p, f);
-    if (s.split_k <= 1 && detail::direct_ok(p, f) && p.n >= b.direct_min_n &&
-        p.m >= (words ? b.direct_min_m_pairs : b.direct_min_m) &&
-        p.m <= (words ? b.direct_max_m_pairs : b.direct_max_m))
+    const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
+    const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
+    const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
+    const int hi = words ? b.direct_max_m_pairs : conv ? b.direct_max_m_conv : b.direct_max_m;
+    if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair && p.n >= b.direct_min_n &&
+        p.m >= lo && p.m <= hi)
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
   }
@@ -685,8 +718,10 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.kc == 0 && s.path == Path::direct) {
     const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
     const std::int64_t bytes = detail::direct_pairs(p, f) ? 2 : 4;  // per A value
-    const std::int64_t most = std::clamp<std::int64_t>(
-        b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, b.direct_max_kc);
+    // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024.
+    const std::int64_t cap = detail::direct_converts(p, f) ? 1024 : b.direct_max_kc;
+    const std::int64_t most =
+        std::clamp<std::int64_t>(b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, cap);
     const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
     s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
   }

@@ -13,13 +13,15 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/gemm/kernels.hpp"
+
 namespace attain::gemm::detail {
 
 template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
                                                        int m, float alpha, float beta, float* c,
-                                                       std::int64_t ldc, const float* w_next) {
+                                                       std::int64_t ldc, const DirectNext* next) {
   using V = typename S::V;
   constexpr int P = NV * S::kLanes;
   V acc[R][NV];
@@ -52,9 +54,9 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   int c_next = 0;
   // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
   for (; p + 16 <= k; p += 16) {
-    if (w_next != nullptr) {
+    if (next != nullptr && p * 4 < next->bytes) {
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) __builtin_prefetch(w_next + r * ldw + p, 0, 3);
+      for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
     }
     for (int e = std::min(m, c_next + c_rows); c_next < e; ++c_next) {
       __builtin_prefetch(c + c_next * ldc, 1, 3);
@@ -88,12 +90,12 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 template <class S, int R, int NV>
 inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                             const float* at, int m, float alpha, float beta, float* c,
-                            std::int64_t ldc, const float* w_next) {
+                            std::int64_t ldc, const DirectNext* next) {
   if constexpr (NV > 1) {
     if (m <= (NV - 1) * S::kLanes)
-      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, w_next);
+      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, next);
   }
-  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, w_next);
+  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, next);
 }
 
 }  // namespace attain::gemm::detail

@@ -8,7 +8,7 @@ namespace attain::gemm::detail {
 
 void sgemm_direct_scalar_4x8(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                              const float* at, int m, float alpha, float beta, float* c,
-                             std::int64_t ldc, const float*) {
+                             std::int64_t ldc, const DirectNext*) {
   constexpr int R = 4, P = 8;
   float acc[R][P] = {};
   for (std::int64_t p = 0; p < k; ++p)
