@@ -648,15 +648,20 @@ void check(const Params& p, bool fused) {
 
 // Thread grid: the (tm, tn) with tm * tn = threads that minimises the busiest thread's work,
 // counting padded micro-tiles (compute) and the elements it packs (A once per NC block,
-// B once), a packed element weighted like 8 flops. With `split` (the caller left split_k to
-// the engine) it also weighs tm * tn * slices = threads: each thread packs and multiplies a K
-// slice, at the cost of the caller summing the slices' fp32 partials (weighted like packing).
-// Only small C qualifies (its partials stay in L2): there, each grid packs one operand twice
-// while slices pack nothing twice (128x128x2048 fp32, 2 threads, warm: 226 us against 233-245).
+// B once), a packed element weighted like 16 flops (32 on bf16 pairs). With `split` (the caller
+// left split_k to the engine) it also weighs tm * tn * slices = threads: each thread packs and
+// multiplies a K slice, at the cost of the caller summing the slices' fp32 partials (weighted like
+// packing). Only small C qualifies (its partials stay in L2): there, each grid packs one operand
+// twice while slices pack nothing twice (128x128x2048 fp32, 2 threads, warm: 226 us against
+// 233-245).
 void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int threads, bool split,
                  Schedule& s) {
   double best = std::numeric_limits<double>::max();
   const bool small_c = p.m * p.n <= 64 * 1024;
+  // A packed element costs about 16 flops of the fp32 kernel, 32 where the kernel multiplies
+  // bf16 pairs at twice the rate (2048x512x128 and 512x128x128, 2 threads: grid 2x1 against
+  // 1x2 1.07-1.18x faster in fp32, 1.13-1.39x in bf16; at 8 the model picked 1x2).
+  const double pack_flops = detail::multiplies_bf16_pairs(p, f) ? 32.0 : 16.0;
   for (int sp = 1; sp <= (split && small_c ? threads : 1); ++sp) {
     if (threads % sp != 0 || (sp > 1 && p.k < 256 * sp)) continue;
     const std::int64_t kt = ceil_div(p.k, sp);
@@ -667,7 +672,7 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
       const double compute = 2.0 * static_cast<double>(round_up(mt, f.mr) * nt * kt);
       const double pack = static_cast<double>(mt * kt * ceil_div(nt, nc) + nt * kt);
       const double reduce = sp > 1 ? static_cast<double>(p.m * p.n * (sp + 1)) : 0.0;
-      const double cost = compute + 8.0 * (pack + reduce);
+      const double cost = compute + pack_flops * (pack + reduce);
       if (cost < best) {
         best = cost;
         s.threads_m = tm;
