@@ -11,6 +11,7 @@ namespace {
 struct Avx2 {
   using V = __m256;
   static constexpr int kLanes = 8;
+  static constexpr int kRegs = 16;  // vector registers
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }

@@ -14,6 +14,7 @@ namespace {
 struct Avx512 {
   using V = __m512;
   static constexpr int kLanes = 16;
+  static constexpr int kRegs = 32;  // vector registers
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
