@@ -897,6 +897,12 @@ TEST(GemmDispatch, DirectPathRange) {
   p.m = 64;
   EXPECT_NE(resolve(p).path, Path::direct);
   p.a_type = p.b_type = DType::f32;
+  p.m = 64;
+  p.k = b.direct_min_k - 1;  // fp32 with a short K: not by default
+  if (b.direct_min_k > 1) {
+    EXPECT_NE(resolve(p).path, Path::direct);
+  }
+  p.k = 1024;
   p.trans_b = Trans::N;
   EXPECT_NE(resolve(p).path, Path::direct);
   p.trans_b = Trans::T;

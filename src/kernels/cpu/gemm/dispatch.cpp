@@ -87,12 +87,15 @@ constexpr std::int64_t kMiB = 1 << 20;
 // / 24 / 32 / 40 by 28 / 6 / 17 / 11%; 16384 x 4096, 7168 x 2048, 2112 x 7168, 4096 x 4096
 // within 10% either way at 24-32, packed faster at 48-64 by 10-20%; before that decode: M 16)
 // and M 32 for fp8 without VBMI (N=7168 K=2048: decode faster at 32 by 14%, even at 40,
-// packed faster at 48 by 20%). fp32 takes the direct path for M 8..160 and N >= 256
+// packed faster at 48 by 20%). fp32 takes the direct path for M 12..160, N >= 256, K >= 256
 // (2026-12-01, 2 threads, cold, min of 3, against the decode path below M 32 and the packed
 // path above: N x K = 7168 x 2048 M=8 0.87x, 12 1.05x, 16 1.39x, 32 1.74x, 48 1.33x, 64 1.43x,
 // 96 1.17x, 128 1.13x, 160 1.08x, 192 0.99x, 256 0.95x; 16384 x 4096, 24576 x 1536 and
 // 2112 x 7168 alike, M=192 0.95-1.13x; 128 x N x 2048: N=128 0.91x, 256 1.03x, 1024 1.13x;
-// with two accumulator sets at M <= 32, fp32 M=8 1.05x (7168 x 2048), 1.21x (16384 x 4096)).
+// with two accumulator sets at M <= 32, fp32 M=8 1.05x (7168 x 2048), 1.21x (16384 x 4096) in
+// the scratch program but 0.70-0.92x in attain bench (8 x 24576 x 1536, batched 8 x 2048 x 128),
+// so M=8 stays on the decode path; K=128 fp32, N=2048: direct 1.2-1.5x slower than the decode
+// path at M 8-32 and than packed at 64, K=256-1024 1.0-1.5x faster).
 // bf16 pairs from M 12 with the two sets (against the pairs decode: M=8 0.99-1.10x, 12
 // 1.29-1.65x on 4096 x 4096, 7168 x 2048, 2048 x 768).
 // bf16 A and W as bf16 pairs for M 12..128 (16..128 before the two sets) (same runs, bf16 C,
@@ -107,11 +110,11 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 192 1.05x; fp32 x bf16 16 0.85x, 32 1.10x, 64 1.31x, 128 1.21x; fp32 x fp8 16 1.09x, 32 1.35x,
 // 64 1.52x, 128 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x). Columns: mc, kc, B panel bytes,
 // nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs), direct min / max M, direct min N,
-// direct min / max M on bf16 pairs, on converted W.
+// direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W).
 // clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 8, 160, 256, 12, 128, 32, 160}},
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},

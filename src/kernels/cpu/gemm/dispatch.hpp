@@ -55,6 +55,9 @@ struct Blocking {
   // 16-bit W converted a tile at a time (fp16 W, or bf16 W without the pairs), and fp8 W with
   // A of another dtype; fp8 A and W stay on their bf16-pairs paths by default.
   int direct_min_m_conv = 0, direct_max_m_conv = 0;
+  // ...and K >= direct_min_k on the fp32 route (a short K leaves the tile's write-back and the
+  // A^T packing region unamortized; bf16 pairs take any K).
+  int direct_min_k = 0;
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
 };

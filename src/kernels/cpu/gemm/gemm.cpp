@@ -710,7 +710,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
     const int hi = words ? b.direct_max_m_pairs : conv ? b.direct_max_m_conv : b.direct_max_m;
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair && p.n >= b.direct_min_n &&
-        p.m >= lo && p.m <= hi)
+        p.m >= lo && p.m <= hi && (words || p.k >= b.direct_min_k))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
   }
