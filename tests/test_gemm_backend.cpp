@@ -1,6 +1,6 @@
 // The attain backend through the harness's tensors: every op kind x dtype x path (decode,
-// direct and packed by M and N) x thread count x stage depth, verified with attain::verify against fp64, with
-// outputs poisoned first and the tensor set's guard regions checked.
+// direct and packed by M and N) x thread count x stage depth, verified with attain::verify against
+// fp64, with outputs poisoned first and the tensor set's guard regions checked.
 #include <gtest/gtest.h>
 
 #include <string>
