@@ -95,8 +95,8 @@ struct Problem {
   detail::Decode pairs_decode = nullptr;
   const std::uint16_t* a16 = nullptr;
   std::int64_t lda16 = 0;
-  // The direct path: A^T in panels of the family's direct_panel rows, all of K each
-  // (panel q at at + q * P * K), packed by the caller before the region.
+  // The direct path: A^T in panels of the family's direct_panel rows P, all of K each (panel q
+  // at at + q * P * K values, K / 2 words on bf16 pairs), packed before the blocks run.
   const float* at = nullptr;
   // ...its kernel and the K values per A^T / W value it reads (2: bf16 pairs as 32-bit words).
   detail::DirectKernel direct = nullptr;
@@ -703,8 +703,9 @@ Schedule resolve_with(const Params& p, int blocks) {
                                                         : b.decode_max_m_lowp;
     s.path =
         (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) ? Path::decode : Path::packed;
-    // fp32 W read in place against a packed A^T: from the M where the decode kernel stops
-    // keeping up to where packing W (a transpose of every element) is paid back.
+    // W read in place (or converted a tile at a time) against a packed A^T: from the M where
+    // the decode kernel stops keeping up to where packing W (a transpose of every element) is
+    // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
     const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
     const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
