@@ -49,6 +49,8 @@ const Machine& host_machine(int threads);
 
 Key key_of(const gemm::Call& c);
 
+// Rows of every item of the call with any (n and k are shared), in item order.
+std::vector<std::int64_t> item_rows(const gemm::Call& c);
 gemm::Schedule heuristic(const gemm::Call& c, const Machine& m);
 std::vector<gemm::Schedule> candidates(const gemm::Call& c, const Machine& m);
 double estimate(const gemm::Call& c, const gemm::Schedule& s, const Machine& m);  // seconds

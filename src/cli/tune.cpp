@@ -95,13 +95,18 @@ int explain(const std::string& spec, const tune::TuneConfig& cfg, tune::Schedule
                  : "no entry; the cost model would choose");
   const gemm::Schedule h = tune::heuristic(call, m);
   {
+    // Schedules resolve per item: show them for the first item's rows (a grouped call's p.m
+    // counts all of them), as the search's list does.
     gemm::Params q = call.p;
+    const std::vector<std::int64_t> rows = tune::item_rows(call);
+    if (!rows.empty()) q.m = rows.front();
     q.schedule = h;
     fmt::print("heuristic {}  (model {})\n", gemm::describe(gemm::resolve(q)),
                us(tune::estimate(call, h, m)));
+    q.schedule = gemm::Schedule{};
+    fmt::print("default   {}  (model {})\n", gemm::describe(gemm::resolve(q)),
+               us(tune::estimate(call, gemm::Schedule{}, m)));
   }
-  fmt::print("default   {}  (model {})\n", gemm::describe(gemm::resolve(call.p)),
-             us(tune::estimate(call, gemm::Schedule{}, m)));
   tune::SearchOptions so = cfg.search;
   so.bytes = set.total_bytes();
   const tune::SearchResult r = tune::search(call, m, so);

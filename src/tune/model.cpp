@@ -28,27 +28,6 @@ double d(std::int64_t v) {
   return static_cast<double>(v);
 }
 
-// Rows of every item of the call (n and k are shared).
-std::vector<std::int64_t> item_rows(const Call& c) {
-  std::vector<std::int64_t> rows;
-  switch (c.form) {
-    case Form::single:
-      rows.push_back(c.p.m);
-      break;
-    case Form::batched:
-      rows.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, c.items)), c.p.m);
-      break;
-    case Form::grouped_contiguous:
-      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g + 1] - c.index[g]);
-      break;
-    case Form::grouped_masked:
-      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g]);
-      break;
-  }
-  std::erase_if(rows, [](std::int64_t r) { return r <= 0; });
-  return rows;
-}
-
 bool decode_ok(const Call& c) {
   return c.p.trans_b == gemm::Trans::T && c.p.m <= gemm::detail::kDecodeMaxM;
 }
@@ -225,6 +204,26 @@ std::vector<double> block_seconds(const std::vector<BlockWork>& work, const Mach
 }
 
 }  // namespace
+
+std::vector<std::int64_t> item_rows(const Call& c) {
+  std::vector<std::int64_t> rows;
+  switch (c.form) {
+    case Form::single:
+      rows.push_back(c.p.m);
+      break;
+    case Form::batched:
+      rows.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, c.items)), c.p.m);
+      break;
+    case Form::grouped_contiguous:
+      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g + 1] - c.index[g]);
+      break;
+    case Form::grouped_masked:
+      for (std::int64_t g = 0; g < c.items; ++g) rows.push_back(c.index[g]);
+      break;
+  }
+  std::erase_if(rows, [](std::int64_t r) { return r <= 0; });
+  return rows;
+}
 
 Machine Machine::from(const HostCeilings& host, int threads) {
   Machine m;
