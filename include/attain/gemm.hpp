@@ -23,9 +23,10 @@ enum class Trans : std::uint8_t { N, T };
 // Instruction sets a micro-kernel is written for, best last.
 enum class Isa : std::uint8_t { automatic, scalar, avx2, avx512 };
 // packed: BLIS five loops with packed A and B panels. decode: small M, no packing, the weights
-// streamed once and converted in registers, threads split along N. direct: fp32 A, W and C, W
-// stored (N, K): W's rows read in place (never packed) against A^T packed once per call,
-// threads split along N; for mid-size M, where packing W costs as much as a third of the time.
+// streamed once and converted in registers, threads split along N. direct: W stored (N, K), its
+// rows read in place (fp32, bf16 pairs) or converted a tile at a time (other dtypes), never
+// packed, against A^T packed once per call, threads split along N; for mid-size M, where packing
+// W costs as much as a third of the time.
 enum class Path : std::uint8_t { automatic, packed, decode, direct };
 
 std::string_view isa_name(Isa isa);

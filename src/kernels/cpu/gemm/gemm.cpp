@@ -98,9 +98,9 @@ struct Problem {
   // The direct path: A^T in panels of the family's direct_panel rows P, all of K each (panel q
   // at at + q * P * K values, K / 2 words on bf16 pairs), packed before the blocks run.
   const float* at = nullptr;
-  // ...its kernel and the K values per A^T / W value it reads (2: bf16 pairs as 32-bit words).
+  // ...and its kernel (on bf16 pairs - `pairs` below, set for the direct path by direct_pairs -
+  // the one for 32-bit words).
   detail::DirectKernel direct = nullptr;
-  int direct_kw = 1;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -143,6 +143,24 @@ void convert_k_run(const Problem& pr, DType t, At at, Scale scale, std::int64_t 
   }
 }
 
+// Rows [i0, i0 + rows) of A stored (M, K), K [p0, p0 + len), as fp32 rows `ld` apart at dst.
+void convert_a_rows(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0, std::int64_t len,
+                    float* dst, std::int64_t ld) {
+  for (int r = 0; r < rows; ++r)
+    convert_k_run(
+        pr, pr.p->a_type, [&](std::int64_t q) { return a_at(pr, i0 + r, q); },
+        [&](std::int64_t q) { return a_scale(pr, i0 + r, q); }, p0, len, dst + r * ld);
+}
+
+// Rows [j0, j0 + rows) of W stored (N, K) (B with trans_b = T), likewise.
+void convert_w_rows(const Problem& pr, std::int64_t j0, int rows, std::int64_t p0, std::int64_t len,
+                    float* dst, std::int64_t ld) {
+  for (int r = 0; r < rows; ++r)
+    convert_k_run(
+        pr, pr.p->b_type, [&](std::int64_t q) { return b_at(pr, q, j0 + r); },
+        [&](std::int64_t q) { return b_scale(pr, q, j0 + r); }, p0, len, dst + r * ld);
+}
+
 // fp8 as bf16 pairs: `rows` rows of kc e4m3 values (row r at at(r)) as 32-bit words of two
 // bf16 each, row after row in tmp (kc / 2 words a row), then transposed into a panel of R rows.
 // The values are unscaled (the scales go on the sums) and exact: e4m3 fits bf16.
@@ -169,10 +187,11 @@ void pack_fp8_pairs(const Problem& pr, int rows, std::int64_t kc, int R, At at, 
   pr.fam->interleave(tmp, kc, rows, kc / 2, R, dst);
 }
 
-// Packs rows [i0, i0+rows) x K [p0, p0+kc) of op(A) into an MR-panel (kc x MR).
+// Packs rows [i0, i0+rows) x K [p0, p0+kc) of op(A) into an MR-panel (kc x MR; rows past
+// `rows` zero): the packed path's A panels (MR = the family's mr) and the direct path's A^T
+// panels (MR = the panel's width). tmp: rows x kc floats.
 void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0, std::int64_t kc,
-                  float* dst, float* tmp) {
-  const int MR = pr.fam->mr;
+                  int MR, float* dst, float* tmp) {
   const Params& p = *pr.p;
   if (pr.pairs && p.a_type == DType::fp8) {
     pack_fp8_pairs(
@@ -189,10 +208,7 @@ void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0,
     return;
   }
   if (p.trans_a == Trans::N) {
-    for (int r = 0; r < rows; ++r)
-      convert_k_run(
-          pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i0 + r, q); },
-          [&](std::int64_t q) { return a_scale(pr, i0 + r, q); }, p0, kc, tmp + r * kc);
+    convert_a_rows(pr, i0, rows, p0, kc, tmp, kc);
     pr.fam->interleave(tmp, kc, rows, kc, MR, dst);
     return;
   }
@@ -230,10 +246,7 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
     return;
   }
   if (p.trans_b == Trans::T) {
-    for (int c = 0; c < cols; ++c)
-      convert_k_run(
-          pr, p.b_type, [&](std::int64_t q) { return b_at(pr, q, j0 + c); },
-          [&](std::int64_t q) { return b_scale(pr, q, j0 + c); }, p0, kc, tmp + c * kc);
+    convert_w_rows(pr, j0, cols, p0, kc, tmp, kc);
     pr.fam->interleave(tmp, kc, cols, kc, NR, dst);
     return;
   }
@@ -354,7 +367,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         for (std::int64_t ir = 0; ir < mc; ir += MR)
           pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k0 + p0,
-                       kc, apack[slot] + ir * kc / kw, tmp);
+                       kc, MR, apack[slot] + ir * kc / kw, tmp);
       };
       auto compute = [&](std::int64_t t, int slot) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0), kcw = kc / kw;
@@ -496,36 +509,12 @@ int at_width(const Problem& pr, int rows) {
 }
 
 // K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
-// `width` values at dst + k * width, zeros past the panel's rows). On bf16 pairs the values
-// are words of two bf16 of consecutive k (k0 and k1 even).
+// `width` values at dst + k * width, zeros past the panel's rows): pack_a_panel with the panel's
+// width for MR (on bf16 pairs, words of two bf16 of consecutive k; k0 and k1 even).
 void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
-  const Params& p = *pr.p;
   const int rows = at_rows(pr, i0), width = at_width(pr, rows);
-  if (pr.direct_kw == 2) {
-    const auto* a16 = static_cast<const std::uint16_t*>(p.a) + i0 * pr.lda + k0;
-    pr.fam->interleave(reinterpret_cast<const float*>(a16), pr.lda / 2, rows, (k1 - k0) / 2, width,
-                       dst + k0 / 2 * width);
-    return;
-  }
-  if (p.a_type != DType::f32) {  // converted to fp32 rows first (scales applied), A stored (M, K)
-    const std::int64_t len = k1 - k0;
-    float* tmp = workspace().a_conv.get(rows * len);
-    for (int r = 0; r < rows; ++r)
-      convert_k_run(
-          pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i0 + r, q); },
-          [&](std::int64_t q) { return a_scale(pr, i0 + r, q); }, k0, len, tmp + r * len);
-    pr.fam->interleave(tmp, len, rows, len, width, dst + k0 * width);
-    return;
-  }
-  const auto* a = static_cast<const float*>(p.a);
-  if (p.trans_a == Trans::N) {
-    pr.fam->interleave(a + i0 * pr.lda + k0, pr.lda, rows, k1 - k0, width, dst + k0 * width);
-    return;
-  }
-  for (std::int64_t q = k0; q < k1; ++q) {  // A stored (K, M): A^T's rows are A's
-    std::copy_n(a + q * pr.lda + i0, rows, dst + q * width);
-    std::fill(dst + q * width + rows, dst + (q + 1) * width, 0.0f);
-  }
+  pack_a_panel(pr, i0, rows, k0, k1 - k0, width, dst + k0 / pr.kw * width,
+               workspace().a_conv.get(rows * (k1 - k0)));
 }
 
 // Columns [n0, n1) of C: KC blocks of K outermost (the A^T block, M x KC, stays in L2), then
@@ -537,7 +526,7 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int R = f.direct_rows, P = f.direct_panel;
-  const std::int64_t kw = pr.direct_kw, KC = round_up(pr.s.kc, kw), panels = ceil_div(p.m, P);
+  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, kw), panels = ceil_div(p.m, P);
   const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
@@ -566,17 +555,9 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
         nx.w = reinterpret_cast<const char*>(b_at(pr, k0 + KC, n0));
         nx.bytes = std::min(KC, p.k - k0 - KC) * es;
       }
-      const float* wt = wtile;
-      std::int64_t ld = ldt;
-      if (conv) {
-        for (int r = 0; r < rows; ++r)
-          convert_k_run(
-              pr, p.b_type, [&](std::int64_t q) { return b_at(pr, q, j + r); },
-              [&](std::int64_t q) { return b_scale(pr, q, j + r); }, k0, kc, wtile + r * ldt);
-      } else {
-        wt = w + j * ldw + k0 / kw;
-        ld = ldw;
-      }
+      if (conv) convert_w_rows(pr, j, rows, k0, kc, wtile, ldt);
+      const float* wt = conv ? wtile : w + j * ldw + k0 / kw;
+      const std::int64_t ld = conv ? ldt : ldw;
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = 0; q < panels; ++q) {
         const int m = at_rows(pr, q * P);
@@ -690,6 +671,8 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.isa == Isa::automatic) s.isa = detected_isa();
   const KernelFamily& f = detail::family(s.isa);
   const Blocking& b = detail::blocking(s.isa);
+  // The direct path's route for these operands: bf16 pairs (words), W converted, or fp32.
+  const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
   if (s.path == Path::automatic) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
@@ -706,7 +689,6 @@ Schedule resolve_with(const Params& p, int blocks) {
     // W read in place (or converted a tile at a time) against a packed A^T: from the M where
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
-    const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
     const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
     const int hi = words ? b.direct_max_m_pairs : conv ? b.direct_max_m_conv : b.direct_max_m;
@@ -723,9 +705,9 @@ Schedule resolve_with(const Params& p, int blocks) {
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
   if (s.kc == 0 && s.path == Path::direct) {
     const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
-    const std::int64_t bytes = detail::direct_pairs(p, f) ? 2 : 4;  // per A value
+    const std::int64_t bytes = words ? 2 : 4;  // per A value
     // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024.
-    const std::int64_t cap = detail::direct_converts(p, f) ? 1024 : b.direct_max_kc;
+    const std::int64_t cap = conv ? 1024 : b.direct_max_kc;
     const std::int64_t most =
         std::clamp<std::int64_t>(b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, cap);
     const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
@@ -787,12 +769,11 @@ Problem make_problem(const Params& p, const Schedule& s) {
   const bool fp8 = p.a_type == DType::fp8;
   pr.pairs = detail::multiplies_bf16_pairs(p, *pr.fam) && pr.lda % 2 == 0 && pr.ldb % 2 == 0 &&
              s.kc % (fp8 ? kFp8Block : 2) == 0 && (fp8 || (aligned4(p.a) && aligned4(p.b)));
-  pr.kw = pr.pairs ? 2 : 1;
-  if (s.path == Path::direct) {
-    const bool words = detail::direct_pairs(p, *pr.fam);
-    pr.direct = words ? pr.fam->direct_bf16 : pr.fam->direct;
-    pr.direct_kw = words ? 2 : 1;
+  if (s.path == Path::direct) {  // A^T panels and W as words where the direct path multiplies pairs
+    pr.pairs = detail::direct_pairs(p, *pr.fam);
+    pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
   }
+  pr.kw = pr.pairs ? 2 : 1;
   return pr;
 }
 
@@ -974,16 +955,13 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         // A as fp32 rows with its scales applied (small: M <= 64 rows).
         float* buf = conv_buf;
         conv_buf += round_up(p.m * p.k, 16);
-        for (std::int64_t i = 0; i < p.m; ++i) {
-          if (p.trans_a == Trans::N) {
-            convert_k_run(
-                pr, p.a_type, [&](std::int64_t q) { return a_at(pr, i, q); },
-                [&](std::int64_t q) { return a_scale(pr, i, q); }, 0, p.k, buf + i * p.k);
-          } else {
+        if (p.trans_a == Trans::N) {
+          convert_a_rows(pr, 0, static_cast<int>(p.m), 0, p.k, buf, p.k);
+        } else {
+          for (std::int64_t i = 0; i < p.m; ++i)
             for (std::int64_t q = 0; q < p.k; ++q)
               pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3,
                               buf + i * p.k + q);
-          }
         }
         pr.a32 = buf;
         pr.lda32 = p.k;
@@ -992,7 +970,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::direct) {
       // A^T packed in pieces of 512 K values of a panel, the pieces shared by the threads.
       const int P = pr.fam->direct_panel;
-      const std::int64_t panels = ceil_div(p.m, P), kwords = p.k / pr.direct_kw;
+      const std::int64_t panels = ceil_div(p.m, P), kwords = p.k / pr.kw;
       for (std::int64_t q = 0; q < panels; ++q)
         for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
           bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * kwords});
