@@ -143,6 +143,8 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const bool words = gemm::detail::direct_pairs(p, fam);
     const double dpeak = words && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
     const double kw = words ? 2.0 : 1.0;
+    // W of another dtype is converted a tile at a time before the tile computes.
+    const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
     std::int64_t width = 0;  // rows of the A^T panels, padded to whole vectors
     for (std::int64_t i0 = 0; i0 < p.m; i0 += fam.direct_panel)
       width += round_up(std::min<std::int64_t>(fam.direct_panel, p.m - i0), fam.direct_lanes);
@@ -152,8 +154,6 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       const double nb = d(std::min(chunk, p.n - n0));
       BlockWork w;
       w.bytes = nb * d(p.k) * bsz + d(p.m * p.k) * asz;
-      // W of another dtype is converted a tile at a time before the tile computes.
-      const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
       w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
                              nb * d(p.k) / kw * kDirectWS) *
                         (s.stages <= 1 ? 1.05 : 1.0) +
