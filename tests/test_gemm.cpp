@@ -92,6 +92,7 @@ struct Case {
   int decode_k_tile = 0;
   int split_k = 0;
   int kc = 0;
+  bool swap = false;  // Schedule::swap
 };
 
 std::string name(const Case& c) {
@@ -103,7 +104,7 @@ std::string name(const Case& c) {
          " threads=" + std::to_string(c.threads) + " stages=" + std::to_string(c.stages) +
          " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
          " split_k=" + std::to_string(c.split_k) + " kc=" + std::to_string(c.kc) +
-         " pad=" + std::to_string(c.pad);
+         " pad=" + std::to_string(c.pad) + (c.swap ? " swap" : "");
 }
 
 // Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
@@ -190,6 +191,7 @@ void run_case(const Case& c) {
   p.schedule.decode_k_tile = c.decode_k_tile;
   p.schedule.split_k = c.split_k;
   p.schedule.kc = c.kc;
+  p.schedule.swap = c.swap;
   gemm(p);
 
   double err2 = 0, ref2 = 0;
@@ -788,6 +790,18 @@ TEST(Gemm, BadArgumentsAreRefused) {
   p.schedule.split_k = 0;
   p.schedule.threads_m = p.schedule.threads_n = 0;
   EXPECT_NO_THROW(gemm(p));
+  p.schedule.swap = true;  // the swapped direct path: not with another path, fp8 or W (K, N)
+  EXPECT_NO_THROW(gemm(p));
+  p.schedule.path = Path::packed;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.schedule.path = Path::direct;
+  p.trans_b = Trans::N;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.trans_b = Trans::T;
+  p.b_type = DType::fp8;
+  std::vector<float> scales(4, 1.0f);
+  p.b_scale = scales.data();
+  EXPECT_THROW(gemm(p), std::invalid_argument);
 }
 
 // The direct path (W read in place, A^T packed): M across panel widths (one vector, several,
@@ -857,6 +871,73 @@ TEST(Gemm, DirectPath) {
   EXPECT_FALSE(detail::direct_converts(q, f));
 }
 
+// The direct path on the swapped operands (C^T = W . A^T, C written as rows): every family,
+// the dtypes it takes (fp8 never), panels of every width and narrow last panels (the caller's N),
+// tails of W rows (the caller's M), K blocks, padding, alpha / beta, 16-bit C, 1-3 threads.
+TEST(Gemm, SwappedDirectPath) {
+  struct Shape {
+    std::int64_t m, n, k;
+    int kc;
+  };
+  const Shape shapes[] = {{1, 1, 1, 0},       {7, 2, 15, 0},     {6, 15, 16, 0},
+                          {13, 16, 17, 16},   {25, 17, 100, 32}, {12, 47, 33, 0},
+                          {5, 64, 300, 112},  {31, 65, 129, 64}, {600, 128, 128, 0},
+                          {129, 100, 64, 48}, {37, 200, 90, 0}};
+  struct Types {
+    DType a, b, c;
+  };
+  const Types types[] = {
+      {DType::f32, DType::f32, DType::f32},   {DType::f32, DType::f32, DType::bf16},
+      {DType::bf16, DType::bf16, DType::f32}, {DType::bf16, DType::bf16, DType::bf16},
+      {DType::f16, DType::f16, DType::f16},   {DType::bf16, DType::f32, DType::f32},
+      {DType::f32, DType::bf16, DType::f32}};
+  int i = 0;
+  for (Isa isa : isas())
+    for (const Types& t : types)
+      for (const Shape& sh : shapes) {
+        ++i;
+        Case c{};
+        c.isa = isa;
+        c.path = i % 4 == 0 ? Path::automatic : Path::direct;  // swap implies the direct path
+        c.swap = true;
+        c.at = t.a;
+        c.bt = t.b;
+        c.ct = t.c;
+        c.m = sh.m;
+        c.n = sh.n;
+        c.k = sh.k;
+        c.kc = sh.kc;
+        c.ints = true;
+        c.threads = 1 + i % 3;
+        c.stages = i % 2 == 0 ? 1 : 2;
+        const bool words = t.a == DType::bf16 && t.b == DType::bf16 && sh.k % 2 == 0;
+        c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
+        c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
+        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
+        run_case(c);
+        c.ints = false;
+        run_case(c);
+      }
+  EXPECT_GT(i, 60);
+  // What swap accepts: A stored (M, K), W stored (N, K), no fp8.
+  const auto& f = detail::family(detected_isa());
+  Params q;
+  q.m = 512, q.n = 64, q.k = 64;
+  EXPECT_TRUE(detail::swap_ok(q, f));
+  const Params w = detail::swapped(q);
+  EXPECT_EQ(w.m, 64);
+  EXPECT_EQ(w.n, 512);
+  EXPECT_EQ(w.ldc, 64);  // the caller's C, transposed
+  q.trans_a = Trans::T;
+  EXPECT_FALSE(detail::swap_ok(q, f));
+  q.trans_a = Trans::N;
+  q.trans_b = Trans::N;
+  EXPECT_FALSE(detail::swap_ok(q, f));
+  q.trans_b = Trans::T;
+  q.a_type = q.b_type = DType::fp8;
+  EXPECT_FALSE(detail::swap_ok(q, f));
+}
+
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
 // takes it there by itself, and never for other dtypes, W stored (K, N), or narrow N.
 TEST(GemmDispatch, DirectPathRange) {
@@ -908,6 +989,31 @@ TEST(GemmDispatch, DirectPathRange) {
   p.trans_b = Trans::T;
   p.n = 8;
   EXPECT_NE(resolve(p).path, Path::direct);
+  // Few columns against many rows: the direct path on the swapped operands where the table
+  // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
+  for (DType t : {DType::f32, DType::bf16, DType::fp8})
+    for (std::int64_t m : {256, 512, 2048})
+      for (std::int64_t n : {8, 64, 128, 256})
+        for (std::int64_t k : {128, 512}) {
+          p.a_type = p.b_type = t;
+          p.m = m;
+          p.n = n;
+          p.k = k;
+          const auto& fam = detail::family(isa);
+          Params q = detail::swapped(p);
+          const bool words = detail::direct_pairs(q, fam);
+          const int lo = words ? b.direct_min_m_pairs : b.direct_min_m;
+          const int hi = words ? b.direct_max_m_pairs : b.direct_max_m;
+          const bool want =
+              b.swap_min_m > 0 && m >= b.swap_min_m && t != DType::fp8 && n >= lo && n <= hi;
+          const Schedule s = resolve(p);
+          EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
+          if (want) {
+            EXPECT_EQ(s.path, Path::direct);
+            EXPECT_EQ(s.threads_n, 2);  // threads split the caller's rows
+            EXPECT_NE(describe(s).find("swap"), std::string::npos);
+          }
+        }
 }
 
 // NaN and Inf in the inputs reach exactly the outputs they feed, on every path; with beta = 0

@@ -53,13 +53,19 @@ struct Schedule {
   // Batched and grouped calls: every item's blocks in ONE parallel region (true), or one
   // region per item, each using all threads (false: the engine's behaviour before scheduling).
   bool fuse_items = false;
+  // The direct path on the swapped operands: C^T = W . A^T, A's rows read in place, W^T packed
+  // once, C written as whole rows (path direct or automatic; A stored (M, K), W stored (N, K),
+  // neither fp8). For small N against large M (attention's N = head_dim = 128), where the packed
+  // path packs all of A for few columns. false: the heuristic may still choose it (resolve()
+  // shows the choice).
+  bool swap = false;
 
   bool operator==(const Schedule&) const = default;
 };
 
 // Text form of a schedule, the one the tuning cache and `attain tune --explain` show:
 // "path=decode isa=avx512 mc=144 nc=864 kc=256 threads=2 grid=1x2 k_tile=1024 split_k=1
-// stages=2 fuse=0". parse_schedule reads it back (fields may be omitted: automatic) and
+// stages=2 fuse=0 swap=0". parse_schedule reads it back (fields may be omitted: automatic) and
 // throws std::invalid_argument naming a bad field.
 std::string to_string(const Schedule& s);
 Schedule parse_schedule(std::string_view text);

@@ -99,6 +99,11 @@ double makespan(std::vector<double>& blocks, int t) {
 void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
                  std::vector<BlockWork>& out, double& serial) {
   const auto& fam = gemm::detail::family(s.isa);
+  if (s.swap) {  // the direct path's blocks for the swapped operands (C written as rows)
+    Schedule t = s;
+    t.swap = false;
+    return item_blocks(gemm::detail::swapped(p), t, mc, out, serial);
+  }
   const double peak = mc.fma_gflops_1t * 1e9;
   const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
   const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
@@ -392,17 +397,22 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
               }
           }
         }
-        if (gemm::detail::direct_ok(c.p, fam))
+        // The direct path, and on the swapped operands (C^T = W . A^T) where it applies.
+        for (const bool swap : {false, true}) {
+          if (swap ? !gemm::detail::swap_ok(c.p, fam) : !gemm::detail::direct_ok(c.p, fam))
+            continue;
           for (int kc : {0, 512, 1024, 2048})
             for (int st : {1, 2}) {
               Schedule s = base;
               s.path = Path::direct;
+              s.swap = swap;
               s.threads_m = 1;
               s.threads_n = gn * gm;
               s.kc = kc;
               s.stages = st;
               add(s);
             }
+        }
         for (int kc : {128, 256, 384, 512})
           for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2}) {
             Schedule s = base;

@@ -19,9 +19,10 @@ bool usable(const gemm::Call& c, const gemm::Schedule& s) {
   if (s.path == gemm::Path::decode &&
       (c.p.trans_b != gemm::Trans::T || c.p.m > gemm::detail::kDecodeMaxM))
     return false;
-  if (s.path == gemm::Path::direct &&
-      !gemm::detail::direct_ok(
-          c.p, gemm::detail::family(s.isa == gemm::Isa::automatic ? gemm::detected_isa() : s.isa)))
+  const auto& fam =
+      gemm::detail::family(s.isa == gemm::Isa::automatic ? gemm::detected_isa() : s.isa);
+  if (s.swap ? !gemm::detail::swap_ok(c.p, fam)
+             : s.path == gemm::Path::direct && !gemm::detail::direct_ok(c.p, fam))
     return false;
   return s.threads <= c.p.threads;
 }

@@ -110,11 +110,21 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 192 1.05x; fp32 x bf16 16 0.85x, 32 1.10x, 64 1.31x, 128 1.21x; fp32 x fp8 16 1.09x, 32 1.35x,
 // 64 1.52x, 128 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x). Columns: mc, kc, B panel bytes,
 // nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs), direct min / max M, direct min N,
-// direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W).
+// direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W), direct
+// max KC, direct A^T block bytes, swap min M.
+// The swapped direct path (Schedule::swap: A's rows read in place, W^T packed, C written as
+// rows) from M = 512 where N is in the direct range of the swapped operands' route (2026-12-01,
+// 2 threads, cold, best of 25, against the packed path: fp32 M x N x K = 256x128x128 1.13x,
+// 512x128x128 1.18x, 1024x128x128 1.19x, 2048x128x512 1.28x, 512x128x2048 1.15x, 2048x64x512
+// 1.39x, 4096x32x4096 1.51x, 128x128x2048 0.93x; bf16 pairs 256x128x128 1.04x, 512x128x128
+// 1.13x, 1024x128x128 1.09-1.21x, 2048x128x512 1.28x, 512x128x2048 1.27x, 4096x32x4096 1.50x;
+// fp16 256x128x128 0.95x, 512x128x128 1.0x, 1024x128x128 1.27x, 2048x128x512 1.14x; N = 192
+// and 256, outside the direct range, 1.10-1.15x). The AVX2 family from M = 256 (fp32 256x128x512
+// 1.25x, 512x128x128 1.14x, 2048x128x512 1.48x, 2048x64x512 2.03x; fp16 1.08-1.47x).
 // clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256}},
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},
@@ -167,6 +177,32 @@ bool direct_pairs(const Params& p, const KernelFamily& f) {
 bool direct_ok(const Params& p, const KernelFamily& f) {
   if (p.trans_b != Trans::T) return false;
   return direct_pairs(p, f) || p.a_type == DType::f32 || p.trans_a == Trans::N;
+}
+
+Params swapped(const Params& p) {
+  Params q = p;
+  q.a = p.b;
+  q.a_type = p.b_type;
+  q.trans_a = Trans::N;
+  q.lda = p.ldb;
+  q.a_scale = nullptr;
+  q.lda_scale = 0;
+  q.b = p.a;
+  q.b_type = p.a_type;
+  q.trans_b = Trans::T;
+  q.ldb = p.lda;
+  q.b_scale = nullptr;
+  q.ldb_scale = 0;
+  q.m = p.n;
+  q.n = p.m;
+  q.ldc = p.ldc != 0 ? p.ldc : p.n;
+  q.schedule.swap = false;
+  return q;
+}
+
+bool swap_ok(const Params& p, const KernelFamily& f) {
+  return p.trans_a == Trans::N && p.trans_b == Trans::T && p.a_type != DType::fp8 &&
+         p.b_type != DType::fp8 && direct_ok(swapped(p), f);
 }
 
 bool direct_converts(const Params& p, const KernelFamily& f) {

@@ -60,6 +60,10 @@ struct Blocking {
   int direct_min_k = 0;
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
+  // The heuristic's swapped direct path (Schedule::swap) for M >= swap_min_m, where the packed
+  // path would run and the swapped operands' M (the caller's N) is in the direct path's range
+  // for their route (any K); 0: never by default.
+  int swap_min_m = 0;
 };
 
 struct CpuInfo {
@@ -90,6 +94,14 @@ bool direct_converts(const Params& p, const KernelFamily& f);
 // bf16 A and W on the direct path as bf16 pairs: a family with direct_bf16 on a CPU with
 // AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W.
 bool direct_pairs(const Params& p, const KernelFamily& f);
+// The operands swapped: C^T = W . A^T as a product of its own (A' = W stored (N, K), W' = A
+// stored (M, K), M' = N, N' = M; leading dimensions kept, no scales, schedule.swap cleared).
+// Its C' is the caller's C transposed: element (i, j) of C' at c + j * ldc + i, ldc the
+// caller's (the engine's Problem::ct).
+Params swapped(const Params& p);
+// Whether Schedule::swap applies: A stored (M, K), W stored (N, K), neither fp8 (the scales'
+// blocks are not symmetric), and the direct path takes the swapped operands.
+bool swap_ok(const Params& p, const KernelFamily& f);
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")

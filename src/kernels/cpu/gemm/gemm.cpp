@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -106,6 +107,9 @@ struct Problem {
   // offset into a packed panel is halved (kw = 2).
   bool pairs = false;
   int kw = 1;
+  // Schedule::swap: this problem is the caller's with the operands swapped (detail::swapped),
+  // its C the caller's C transposed: element (i, j) at c + j * ldc + i.
+  bool ct = false;
   // Split-K: slices of kslice K elements, partial sums in `partial` (slices x m x n).
   int slices = 1;
   std::int64_t kslice = 0;
@@ -534,9 +538,10 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
   const bool conv = detail::direct_converts(p, f);
   const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
   float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
-  const bool to16 = p.c_type != DType::f32;
+  // With pr.ct the sums are the caller's rows [n0, n1): the 16-bit C tile holds them as rows.
+  const bool to16 = p.c_type != DType::f32, ct = pr.ct;
   float* out = to16 ? workspace().c_tile.get(p.m * (n1 - n0)) : static_cast<float*>(p.c);
-  const std::int64_t ldo = to16 ? n1 - n0 : pr.ldc, col0 = to16 ? n0 : 0;
+  const std::int64_t ldo = to16 ? (ct ? p.m : n1 - n0) : pr.ldc, col0 = to16 ? n0 : 0;
   const float alpha = to16 ? 1.0f : p.alpha;
   const bool fetch = pr.s.stages > 1;
   const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
@@ -561,12 +566,14 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = 0; q < panels; ++q) {
         const int m = at_rows(pr, q * P);
+        float* c = ct ? out + (j - col0) * ldo + q * P : out + q * P * ldo + j - col0;
         pr.direct(kc / kw, wt, ld, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
-                  alpha, beta, out + q * P * ldo + j - col0, ldo, q + 1 == panels ? next : nullptr);
+                  alpha, beta, c, ldo, ct, q + 1 == panels ? next : nullptr);
       }
     }
   }
-  if (to16) write_back(pr, 0, n0, p.m, n1 - n0, out, ldo);
+  if (to16 && ct) write_back(pr, n0, 0, n1 - n0, p.m, out, ldo);
+  if (to16 && !ct) write_back(pr, 0, n0, p.m, n1 - n0, out, ldo);
 }
 
 // C = alpha * (sum of the split-K partial sums) + beta * C.
@@ -609,10 +616,15 @@ void check(const Params& p, bool fused) {
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
-  if (s.path == Path::direct &&
+  if (s.path == Path::direct && !s.swap &&
       !detail::direct_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
     fail("direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32");
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
+  if (s.swap && ((s.path != Path::automatic && s.path != Path::direct) || s.split_k > 1))
+    fail("swap runs the direct path (no split_k)");
+  if (s.swap &&
+      !detail::swap_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
+    fail("swap needs A stored (M, K) and W stored (N, K), neither fp8");
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
   if (p.ldc != 0 && p.ldc < p.n) fail("ldc < n");
@@ -673,7 +685,14 @@ Schedule resolve_with(const Params& p, int blocks) {
   const Blocking& b = detail::blocking(s.isa);
   // The direct path's route for these operands: bf16 pairs (words), W converted, or fp32.
   const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
-  if (s.path == Path::automatic) {
+  // Whether operands q have an M in the direct path's range for their route (from the table).
+  auto direct_m = [&](const Params& q) {
+    const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
+    const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
+    const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
+    return q.m >= lo && q.m <= hi;
+  };
+  if (s.path == Path::automatic && !s.swap) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
     const bool pairs = detail::multiplies_bf16_pairs(p, f);
@@ -690,12 +709,25 @@ Schedule resolve_with(const Params& p, int blocks) {
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
-    const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
-    const int hi = words ? b.direct_max_m_pairs : conv ? b.direct_max_m_conv : b.direct_max_m;
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair && p.n >= b.direct_min_n &&
-        p.m >= lo && p.m <= hi && (words || p.k >= b.direct_min_k))
+        direct_m(p) && (words || p.k >= b.direct_min_k))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
+    // Few columns against many rows (attention's N = head_dim): the packed path would pack all
+    // of A for N columns; the direct path on the swapped operands reads A's rows in place,
+    // packs W^T once and writes C's rows as vectors (any K: no transposed write to amortize).
+    if (s.path == Path::packed && s.split_k <= 1 && b.swap_min_m > 0 && p.m >= b.swap_min_m &&
+        detail::swap_ok(p, f) && direct_m(detail::swapped(p)))
+      s.swap = true;
+  }
+  if (s.swap) {  // the direct path's schedule for the swapped operands
+    Params q = detail::swapped(p);
+    q.schedule = s;
+    q.schedule.swap = false;
+    q.schedule.path = Path::direct;
+    Schedule r = resolve_with(q, blocks);
+    r.swap = true;
+    return r;
   }
   if (s.threads == 0) s.threads = p.threads;
   if (s.stages == 0) s.stages = p.stages;
@@ -892,6 +924,7 @@ struct Pack {
 
 struct Batch {
   std::vector<Params> params;
+  std::deque<Params> swapped;  // Schedule::swap: the swapped operands problems point into
   std::vector<Problem> problems;
   std::vector<Block> blocks;
   std::vector<Pack> packs;
@@ -901,6 +934,21 @@ struct Batch {
 Batch& batch_scratch() {
   thread_local Batch b;
   return b;
+}
+
+// The problem of p under its resolved schedule s: with s.swap, of p's operands swapped (kept
+// in bt.swapped, whose elements do not move), unless A and B are not read (K = 0, alpha = 0:
+// C = beta * C as the caller's problem).
+Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
+  if (!s.swap || p.k == 0 || p.alpha == 0.0f) {
+    Schedule t = s;
+    t.swap = false;
+    return make_problem(p, t);
+  }
+  bt.swapped.push_back(detail::swapped(p));
+  Problem pr = make_problem(bt.swapped.back(), s);
+  pr.ct = true;
+  return pr;
 }
 
 // Runs every problem of the batch (already resolved) in one region: converts A for the
@@ -1013,9 +1061,9 @@ std::string describe(const Schedule& s) {
   // The direct path has no MC / NC blocks and its own kernel (W rows x A rows).
   std::string d =
       s.path == Path::direct
-          ? fmt::format("path=direct kernel={}_direct_{}x{} kc={} threads={} grid={}x{}",
-                        isa_name(f.isa), f.direct_rows, f.direct_panel, s.kc, s.threads,
-                        s.threads_m, s.threads_n)
+          ? fmt::format("path=direct{} kernel={}_direct_{}x{} kc={} threads={} grid={}x{}",
+                        s.swap ? " swap" : "", isa_name(f.isa), f.direct_rows, f.direct_panel, s.kc,
+                        s.threads, s.threads_m, s.threads_n)
           : fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}",
                         path_name(s.path), f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m,
                         s.threads_n);
@@ -1031,9 +1079,9 @@ std::string describe(const Schedule& s) {
 std::string to_string(const Schedule& s) {
   return fmt::format(
       "path={} isa={} mc={} nc={} kc={} threads={} grid={}x{} k_tile={} split_k={} stages={} "
-      "fuse={}",
+      "fuse={} swap={}",
       path_name(s.path), isa_name(s.isa), s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n,
-      s.decode_k_tile, s.split_k, s.stages, s.fuse_items ? 1 : 0);
+      s.decode_k_tile, s.split_k, s.stages, s.fuse_items ? 1 : 0, s.swap ? 1 : 0);
 }
 
 Schedule parse_schedule(std::string_view text) {
@@ -1098,6 +1146,8 @@ Schedule parse_schedule(std::string_view text) {
       s.stages = to_int(field, v);
     } else if (key == "fuse") {
       s.fuse_items = to_int(field, v) != 0;
+    } else if (key == "swap") {
+      s.swap = to_int(field, v) != 0;
     } else {
       bad(field);
     }
@@ -1131,7 +1181,8 @@ void gemm_in(const Params& p, double seq_ns) {
   Batch local;
   Batch& use = bt.problems.empty() ? bt : local;
   use.problems.clear();
-  use.problems.push_back(make_problem(p, resolve(p)));
+  use.swapped.clear();
+  use.problems.push_back(problem_of(use, p, resolve(p)));
   execute_problems(use, use.problems.front().s.threads, p.schedule.threads == 0 ? seq_ns : -1.0);
   use.problems.clear();
 }
@@ -1251,6 +1302,7 @@ void run_together(const Call* calls, std::size_t count, int threads) {
   Batch& bt = scratch.problems.empty() ? scratch : local;
   bt.params.clear();
   bt.problems.clear();
+  bt.swapped.clear();
   bt.counts.clear();
   for (std::size_t i = 0; i < count; ++i) {
     check_call(calls[i]);
@@ -1268,7 +1320,7 @@ void run_together(const Call* calls, std::size_t count, int threads) {
         1, threads / static_cast<std::int64_t>(std::max<std::size_t>(1, items))));
     for (std::size_t e = j + items; j < e; ++j) {
       check(bt.params[j], true);
-      bt.problems.push_back(make_problem(bt.params[j], resolve_with(bt.params[j], share)));
+      bt.problems.push_back(problem_of(bt, bt.params[j], resolve_with(bt.params[j], share)));
     }
   }
   bool adaptive = true;  // no call fixed its thread count

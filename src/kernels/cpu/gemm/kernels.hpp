@@ -84,14 +84,15 @@ struct DirectNext {
 // read where they are (one value of each broadcast per k), against a panel of m <= P rows of A
 // packed k-major in a width of Pm = round_up(m, L) rows (A^T: at[p * Pm + i] = A(i, p), rows
 // past m zero); the family's R, P and L are direct_rows, direct_panel and direct_lanes.
-// For i < m and r < rows:
-//   c[i * ldc + r] = alpha * sum_{p < k} at[p * P + i] * w[r * ldw + p] + beta * c[i * ldc + r]
+// For i < m and r < rows, with C(i, r) = c[i * ldc + r] (ct false) or c[r * ldc + i] (ct true:
+// the caller's C is this product's transpose, written a row of W's sums at a time as vectors):
+//   C(i, r) = alpha * sum_{p < k} at[p * P + i] * w[r * ldw + p] + beta * C(i, r)
 // (beta == 0: C is not read). next: the W tile computed next, fetched into L1 while this one
 // computes, a line of each of its R rows per 16 k steps as far as next->bytes (nullptr: none).
 // Its rows may be of another dtype than w (the tiles the framework converts into scratch).
 using DirectKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                               const float* at, int m, float alpha, float beta, float* c,
-                              std::int64_t ldc, const DirectNext* next);
+                              std::int64_t ldc, bool ct, const DirectNext* next);
 
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
@@ -108,7 +109,7 @@ void convert_scalar(const void*, DType, std::int64_t, float, const float*, float
 void interleave_scalar(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_scalar(const DecodeArgs&);
 void sgemm_direct_scalar_4x8(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                             float, float, float*, std::int64_t, const DirectNext*);
+                             float, float, float*, std::int64_t, bool, const DirectNext*);
 
 void sgemm_avx2_6x16(std::int64_t, const float*, const float*, const float*, const float*, float*,
                      std::int64_t, std::int64_t, const UkAux*);
@@ -116,7 +117,7 @@ void convert_avx2(const void*, DType, std::int64_t, float, const float*, float*)
 void interleave_avx2(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx2(const DecodeArgs&);
 void sgemm_direct_avx2_4x24(std::int64_t, const float*, std::int64_t, int, const float*, int, float,
-                            float, float*, std::int64_t, const DirectNext*);
+                            float, float*, std::int64_t, bool, const DirectNext*);
 
 void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                         float*, std::int64_t, std::int64_t, const UkAux*);
@@ -124,7 +125,7 @@ void convert_avx512(const void*, DType, std::int64_t, float, const float*, float
 void interleave_avx512(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx512(const DecodeArgs&);
 void sgemm_direct_avx512_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                              float, float, float*, std::int64_t, const DirectNext*);
+                              float, float, float*, std::int64_t, bool, const DirectNext*);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
 // m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of k at
@@ -140,7 +141,7 @@ void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
 // The direct kernel on bf16 pairs (AVX512-BF16): w and at hold 32-bit words (two bf16 of
 // consecutive k), k counts pairs, ldw is in words.
 void sgemm_direct_avx512bf16_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                                  float, float, float*, std::int64_t, const DirectNext*);
+                                  float, float, float*, std::int64_t, bool, const DirectNext*);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
 void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                             float*, std::int64_t, std::int64_t, const UkAux*);

@@ -3,7 +3,9 @@
 // with the R x NV accumulators in registers. Each k step loads NV vectors of the packed A^T
 // panel (L2) and broadcasts one value of each of the R rows of W where W is stored (the rows
 // stay in L1 while every panel of A passes), so W is read once from memory and never packed.
-// The sums are C transposed (lanes run along M): they leave through a small tile in L1.
+// The sums are C transposed (lanes run along M): they leave through a small tile in L1 - or,
+// where the caller's C is this product's transpose (`ct`: the direct path run on the swapped
+// operands, Schedule::swap), straight from the registers as rows of C.
 // On bf16 pairs (S::dot = vdpbf16ps) the "floats" are 32-bit words, two bf16 of consecutive k
 // each, k counts pairs and ldw is in words: W's bf16 rows already are rows of pairs.
 // simd_direct_any takes panels of any width up to NV vectors (the tail of M: a 64-row kernel
@@ -21,7 +23,8 @@ template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
                                                        int m, float alpha, float beta, float* c,
-                                                       std::int64_t ldc, const DirectNext* next) {
+                                                       std::int64_t ldc, bool ct,
+                                                       const DirectNext* next) {
   using V = typename S::V;
   constexpr int P = NV * S::kLanes;
   // With one or two vectors per W row, R x NV accumulators are fewer chains than the FMA units
@@ -54,9 +57,11 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   std::int64_t p = 0;
   // C's rows of the tile are written at the end, each to a line far from the last one written
   // (C's rows are N apart): fetch them for writing while the tile computes, a few rows per 16
-  // k steps, so that a cold C does not stall the write-back on every store.
-  const int c_rows =
-      static_cast<int>(std::max<std::int64_t>(1, (m * 16 + k - 1) / std::max<std::int64_t>(k, 1)));
+  // k steps, so that a cold C does not stall the write-back on every store. With `ct` the
+  // tile's rows of C are the W rows, NV vectors each: its lines are fetched the same way.
+  const int c_lines = ct ? rows * NV : m;
+  const int c_rows = static_cast<int>(
+      std::max<std::int64_t>(1, (c_lines * 16 + k - 1) / std::max<std::int64_t>(k, 1)));
   int c_next = 0;
   // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
   for (; p + 16 <= k; p += 16) {
@@ -64,7 +69,11 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
     }
-    for (int e = std::min(m, c_next + c_rows); c_next < e; ++c_next) {
+    for (int e = std::min(c_lines, c_next + c_rows); c_next < e; ++c_next) {
+      if (ct) {
+        __builtin_prefetch(c + (c_next / NV) * ldc + (c_next % NV) * S::kLanes, 1, 3);
+        continue;
+      }
       __builtin_prefetch(c + c_next * ldc, 1, 3);
       __builtin_prefetch(c + c_next * ldc + rows - 1, 1, 3);
     }
@@ -81,11 +90,35 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 
   // C = alpha * sums + beta * C, rounded once per element as the packed path does
   // (fma(beta, c, alpha * sum); beta 1 is c + alpha * sum, the same bits).
+  if (ct && m == P) {  // whole rows of C: vectors, the same operations lane by lane
+    const V va = S::set1(alpha), vb = S::set1(beta);
+    for (int r = 0; r < rows; ++r) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        float* cv = c + r * ldc + v * S::kLanes;
+        const V s = S::mul(va, acc[0][r][v]);
+        S::store(cv, beta == 0.0f   ? s
+                     : beta == 1.0f ? S::add(S::load(cv), s)
+                                    : S::fma(vb, S::load(cv), s));
+      }
+    }
+    return;
+  }
   alignas(64) float t[R][P];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) S::store(&t[r][v * S::kLanes], acc[0][r][v]);
+  if (ct) {  // rows of C shorter than the panel (the tail of the caller's N)
+    for (int r = 0; r < rows; ++r) {
+      float* cr = c + r * ldc;
+      for (int i = 0; i < m; ++i) {
+        const float s = alpha * t[r][i];
+        cr[i] = beta == 0.0f ? s : beta == 1.0f ? cr[i] + s : S::fma1(beta, cr[i], s);
+      }
+    }
+    return;
+  }
   for (int i = 0; i < m; ++i) {
     float* ci = c + i * ldc;
     if (beta == 0.0f) {
@@ -102,12 +135,12 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 template <class S, int R, int NV>
 inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                             const float* at, int m, float alpha, float beta, float* c,
-                            std::int64_t ldc, const DirectNext* next) {
+                            std::int64_t ldc, bool ct, const DirectNext* next) {
   if constexpr (NV > 1) {
     if (m <= (NV - 1) * S::kLanes)
-      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, next);
+      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
   }
-  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, next);
+  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
 }
 
 }  // namespace attain::gemm::detail
