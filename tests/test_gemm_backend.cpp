@@ -51,6 +51,18 @@ TEST(AttainBackend, EveryKindDtypePathThreads) {
       }
 }
 
+// Few columns against many rows: the default runs the direct path on the swapped operands
+// (Schedule::swap) where the CPU's table row says so, the packed path elsewhere.
+TEST(AttainBackend, SwappedOperands) {
+  for (const char* dt : {"fp32", "bf16", "fp16", "fp8"})
+    for (int threads : {1, 2}) {
+      const std::string d = std::string(",dtype=") + dt;
+      check("gemm:m=600,n=100,k=136" + d, threads, 2);
+      check("batched_gemm:batch=2,m=530,n=64,k=70" + d, threads, 2);
+      check("grouped_gemm:groups=3,m=520,n=36,k=130,layout=masked" + d, threads, 2);
+    }
+}
+
 TEST(AttainBackend, StageDepths) {
   for (int stages : {1, 2, 3, 8}) {
     check("gemm:m=1,n=256,k=1100,dtype=bf16", 2, stages);
