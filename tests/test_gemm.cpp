@@ -804,43 +804,33 @@ TEST(Gemm, BadArgumentsAreRefused) {
   EXPECT_THROW(gemm(p), std::invalid_argument);
 }
 
-// The direct path (W read in place, A^T packed): M across panel widths (one vector, several,
-// several panels with a narrow last one), N across W tiles (tails of 1..R-1 rows), K across KC
-// blocks and the 16-step prefetch loop's tail, A stored either way, padded leading dimensions,
-// alpha / beta, 1-3 threads, with and without the W prefetch, every family: exact integers.
-TEST(Gemm, DirectPath) {
-  struct Shape {
-    std::int64_t m, n, k;
-    int kc;
-  };
-  const Shape shapes[] = {{1, 1, 1, 0},      {2, 7, 15, 0},    {15, 6, 16, 0},    {16, 13, 17, 16},
-                          {17, 25, 100, 32}, {47, 12, 33, 0},  {64, 5, 300, 112}, {65, 31, 129, 64},
-                          {100, 19, 260, 0}, {129, 7, 64, 48}, {200, 37, 90, 0}};
-  // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
-  // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
-  // converted A.
-  struct Types {
-    DType a, b, c;
-  };
-  const Types types[] = {
-      {DType::f32, DType::f32, DType::f32},    {DType::f32, DType::f32, DType::bf16},
-      {DType::f32, DType::f32, DType::f16},    {DType::bf16, DType::bf16, DType::f32},
-      {DType::bf16, DType::bf16, DType::bf16}, {DType::f16, DType::f16, DType::f16},
-      {DType::f32, DType::bf16, DType::f32},   {DType::f32, DType::fp8, DType::bf16},
-      {DType::fp8, DType::fp8, DType::f32}};
+// Direct-path cases over shapes x dtypes x every family, varying threads (1-3), stages (with and
+// without the W prefetch), padding, alpha / beta and, for fp32 A without `swap`, A stored (K, M);
+// each in exact integers and random values. Returns the number of shape x dtype x family cases.
+struct DirectShape {
+  std::int64_t m, n, k;
+  int kc;
+};
+struct DirectTypes {
+  DType a, b, c;
+};
+int run_direct_cases(const std::vector<DirectShape>& shapes, const std::vector<DirectTypes>& types,
+                     bool swap) {
   int i = 0;
   for (Isa isa : isas())
-    for (const Types& t : types) {
-      const bool bf16 = t.a == DType::bf16 && t.b == DType::bf16;
-      for (const Shape& sh : shapes) {
+    for (const DirectTypes& t : types)
+      for (const DirectShape& sh : shapes) {
         ++i;
         Case c{};
         c.isa = isa;
-        c.path = Path::direct;
+        // swap implies the direct path: also given with the path left automatic
+        c.path = swap && i % 4 == 0 ? Path::automatic : Path::direct;
+        c.swap = swap;
         c.at = t.a;
         c.bt = t.b;
         c.ct = t.c;
-        const bool words = bf16 && sh.k % 2 == 0;  // pairs on AVX512-BF16, fp32 route otherwise
+        // pairs on AVX512-BF16 where K is even, the fp32 route otherwise
+        const bool words = t.a == DType::bf16 && t.b == DType::bf16 && sh.k % 2 == 0;
         c.m = sh.m;
         c.n = sh.n;
         c.k = sh.k;
@@ -848,7 +838,7 @@ TEST(Gemm, DirectPath) {
         c.ints = true;
         c.threads = 1 + i % 3;
         c.stages = i % 2 == 0 ? 1 : 2;
-        c.ta = i % 4 == 1 && t.a == DType::f32 ? Trans::T : Trans::N;
+        c.ta = !swap && i % 4 == 1 && t.a == DType::f32 ? Trans::T : Trans::N;
         c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
         c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
         c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
@@ -856,7 +846,38 @@ TEST(Gemm, DirectPath) {
         c.ints = false;  // and random values against the tolerance
         run_case(c);
       }
-    }
+  return i;
+}
+
+// The direct path (W read in place, A^T packed): M across panel widths (one vector, several,
+// several panels with a narrow last one), N across W tiles (tails of 1..R-1 rows), K across KC
+// blocks and the 16-step prefetch loop's tail, A stored either way, padded leading dimensions,
+// alpha / beta, 1-3 threads, with and without the W prefetch, every family: exact integers.
+TEST(Gemm, DirectPath) {
+  // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
+  // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
+  // converted A.
+  const int i = run_direct_cases({{1, 1, 1, 0},
+                                  {2, 7, 15, 0},
+                                  {15, 6, 16, 0},
+                                  {16, 13, 17, 16},
+                                  {17, 25, 100, 32},
+                                  {47, 12, 33, 0},
+                                  {64, 5, 300, 112},
+                                  {65, 31, 129, 64},
+                                  {100, 19, 260, 0},
+                                  {129, 7, 64, 48},
+                                  {200, 37, 90, 0}},
+                                 {{DType::f32, DType::f32, DType::f32},
+                                  {DType::f32, DType::f32, DType::bf16},
+                                  {DType::f32, DType::f32, DType::f16},
+                                  {DType::bf16, DType::bf16, DType::f32},
+                                  {DType::bf16, DType::bf16, DType::bf16},
+                                  {DType::f16, DType::f16, DType::f16},
+                                  {DType::f32, DType::bf16, DType::f32},
+                                  {DType::f32, DType::fp8, DType::bf16},
+                                  {DType::fp8, DType::fp8, DType::f32}},
+                                 false);
   EXPECT_GT(i, 80);
   // Which route each dtype takes.
   const auto& f = detail::family(detected_isa());
@@ -875,49 +896,25 @@ TEST(Gemm, DirectPath) {
 // the dtypes it takes (fp8 never), panels of every width and narrow last panels (the caller's N),
 // tails of W rows (the caller's M), K blocks, padding, alpha / beta, 16-bit C, 1-3 threads.
 TEST(Gemm, SwappedDirectPath) {
-  struct Shape {
-    std::int64_t m, n, k;
-    int kc;
-  };
-  const Shape shapes[] = {{1, 1, 1, 0},       {7, 2, 15, 0},     {6, 15, 16, 0},
-                          {13, 16, 17, 16},   {25, 17, 100, 32}, {12, 47, 33, 0},
-                          {5, 64, 300, 112},  {31, 65, 129, 64}, {600, 128, 128, 0},
-                          {129, 100, 64, 48}, {37, 200, 90, 0}};
-  struct Types {
-    DType a, b, c;
-  };
-  const Types types[] = {
-      {DType::f32, DType::f32, DType::f32},   {DType::f32, DType::f32, DType::bf16},
-      {DType::bf16, DType::bf16, DType::f32}, {DType::bf16, DType::bf16, DType::bf16},
-      {DType::f16, DType::f16, DType::f16},   {DType::bf16, DType::f32, DType::f32},
-      {DType::f32, DType::bf16, DType::f32}};
-  int i = 0;
-  for (Isa isa : isas())
-    for (const Types& t : types)
-      for (const Shape& sh : shapes) {
-        ++i;
-        Case c{};
-        c.isa = isa;
-        c.path = i % 4 == 0 ? Path::automatic : Path::direct;  // swap implies the direct path
-        c.swap = true;
-        c.at = t.a;
-        c.bt = t.b;
-        c.ct = t.c;
-        c.m = sh.m;
-        c.n = sh.n;
-        c.k = sh.k;
-        c.kc = sh.kc;
-        c.ints = true;
-        c.threads = 1 + i % 3;
-        c.stages = i % 2 == 0 ? 1 : 2;
-        const bool words = t.a == DType::bf16 && t.b == DType::bf16 && sh.k % 2 == 0;
-        c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
-        c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
-        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
-        run_case(c);
-        c.ints = false;
-        run_case(c);
-      }
+  const int i = run_direct_cases({{1, 1, 1, 0},
+                                  {7, 2, 15, 0},
+                                  {6, 15, 16, 0},
+                                  {13, 16, 17, 16},
+                                  {25, 17, 100, 32},
+                                  {12, 47, 33, 0},
+                                  {5, 64, 300, 112},
+                                  {31, 65, 129, 64},
+                                  {600, 128, 128, 0},
+                                  {129, 100, 64, 48},
+                                  {37, 200, 90, 0}},
+                                 {{DType::f32, DType::f32, DType::f32},
+                                  {DType::f32, DType::f32, DType::bf16},
+                                  {DType::bf16, DType::bf16, DType::f32},
+                                  {DType::bf16, DType::bf16, DType::bf16},
+                                  {DType::f16, DType::f16, DType::f16},
+                                  {DType::bf16, DType::f32, DType::f32},
+                                  {DType::f32, DType::bf16, DType::f32}},
+                                 true);
   EXPECT_GT(i, 60);
   // What swap accepts: A stored (M, K), W stored (N, K), no fp8.
   const auto& f = detail::family(detected_isa());
