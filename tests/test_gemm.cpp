@@ -954,8 +954,11 @@ TEST(GemmDispatch, DirectPathRange) {
       const std::int64_t rows =
           ceil_div(m, detail::family(isa).direct_lanes) * detail::family(isa).direct_lanes;
       EXPECT_LE(rows * s.kc * 4, std::max<std::int64_t>(b.direct_block_bytes, rows * 256 * 4));
-      EXPECT_EQ(s.threads_m, 1);
-      EXPECT_EQ(s.threads_n, 2);
+      // Threads split N, or M in whole panels (as many each) where N is narrow.
+      const bool split_m = b.direct_split_max_n > 0 && p.n <= b.direct_split_max_n &&
+                           ceil_div(m, detail::family(isa).direct_panel) % 2 == 0;
+      EXPECT_EQ(s.threads_m, split_m ? 2 : 1) << "m=" << m;
+      EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
   }
   // W converted a tile at a time (fp32 A, bf16 W): the table's range for converted W, and
@@ -985,7 +988,24 @@ TEST(GemmDispatch, DirectPathRange) {
   EXPECT_NE(resolve(p).path, Path::direct);
   p.trans_b = Trans::T;
   p.n = 8;
-  EXPECT_NE(resolve(p).path, Path::direct);
+  EXPECT_NE(resolve(p).path, Path::direct);  // one panel of A^T: nothing to split
+  // Narrow N with whole panels for each thread: the direct path, threads splitting M.
+  for (std::int64_t m : {64, 128, 160, 256})
+    for (std::int64_t n : {16, 128, 512, 1024}) {
+      p.m = m;
+      p.n = n;
+      const auto& fam = detail::family(isa);
+      const bool split = b.direct_split_max_n > 0 && n <= b.direct_split_max_n &&
+                         ceil_div(m, fam.direct_panel) % 2 == 0 && m >= b.direct_min_m &&
+                         m <= b.direct_max_m;
+      const Schedule s = resolve(p);
+      if (split) {
+        EXPECT_EQ(s.path, Path::direct) << "m=" << m << " n=" << n;
+        EXPECT_EQ(s.threads_m, 2) << "m=" << m << " n=" << n;
+      } else {
+        EXPECT_FALSE(s.path == Path::direct && s.threads_m > 1) << "m=" << m << " n=" << n;
+      }
+    }
   // Few columns against many rows: the direct path on the swapped operands where the table
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})
@@ -1007,7 +1027,7 @@ TEST(GemmDispatch, DirectPathRange) {
           EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           if (want) {
             EXPECT_EQ(s.path, Path::direct);
-            EXPECT_EQ(s.threads_n, 2);  // threads split the caller's rows
+            EXPECT_EQ(s.threads_m * s.threads_n, 2);
             EXPECT_NE(describe(s).find("swap"), std::string::npos);
           }
         }

@@ -150,21 +150,25 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const double kw = words ? 2.0 : 1.0;
     // W of another dtype is converted a tile at a time before the tile computes.
     const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
-    std::int64_t width = 0;  // rows of the A^T panels, padded to whole vectors
-    for (std::int64_t i0 = 0; i0 < p.m; i0 += fam.direct_panel)
-      width += round_up(std::min<std::int64_t>(fam.direct_panel, p.m - i0), fam.direct_lanes);
-    const std::int64_t chunk =
-        round_up(ceil_div(p.n, std::max(1, s.threads_m * s.threads_n)), fam.direct_rows);
-    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
-      const double nb = d(std::min(chunk, p.n - n0));
-      BlockWork w;
-      w.bytes = nb * d(p.k) * bsz + d(p.m * p.k) * asz;
-      w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
-                             nb * d(p.k) / kw * kDirectWS) *
-                        (s.stages <= 1 ? 1.05 : 1.0) +
-                    nb * d(p.k) * conv;
-      w.fixed_s = kBlockS * 2;
-      out.push_back(w);
+    // The grid: whole panels of A^T (threads_m) by W tiles (threads_n).
+    const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.direct_panel);
+    const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);
+    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
+      const std::int64_t m1 = std::min(p.m, m0 + mchunk);
+      std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
+      for (std::int64_t i0 = m0; i0 < m1; i0 += fam.direct_panel)
+        width += round_up(std::min<std::int64_t>(fam.direct_panel, m1 - i0), fam.direct_lanes);
+      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
+        const double nb = d(std::min(nchunk, p.n - n0));
+        BlockWork w;
+        w.bytes = nb * d(p.k) * bsz + d((m1 - m0) * p.k) * asz;
+        w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
+                               nb * d(p.k) / kw * kDirectWS) *
+                          (s.stages <= 1 ? 1.05 : 1.0) +
+                      nb * d(p.k) * conv;
+        w.fixed_s = kBlockS * 2;
+        out.push_back(w);
+      }
     }
     serial += d(p.m * p.k) * kPackS / std::max(1, s.threads) + mc.region_s;
     return;
@@ -406,8 +410,8 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
               Schedule s = base;
               s.path = Path::direct;
               s.swap = swap;
-              s.threads_m = 1;
-              s.threads_n = gn * gm;
+              s.threads_m = gm;  // whole panels of A^T
+              s.threads_n = gn;
               s.kc = kc;
               s.stages = st;
               add(s);

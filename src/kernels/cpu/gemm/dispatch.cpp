@@ -111,7 +111,14 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 64 1.52x, 128 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x). Columns: mc, kc, B panel bytes,
 // nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs), direct min / max M, direct min N,
 // direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W), direct
-// max KC, direct A^T block bytes, swap min M.
+// max KC, direct A^T block bytes, swap min M, direct split-M max N.
+// The direct path's threads split M (whole 64-row panels, as many per thread) for N <= 512, and
+// the default takes the direct path there even below direct min N (2026-12-01, 2 threads, cold,
+// best of 15, against the default before: fp32 M x N x K = 128x128x2048 1.16x, 128x128x512
+// 1.24x, 128x64x2048 1.19x, 128x128x7168 1.12x, 128x192x2048 1.38x, 128x256x2048 (direct split
+// N before) 1.08x, 128x256x512 1.12x, 128x512x1024 1.13x, 128x4096x4096 level (not split);
+// bf16 pairs 1.25x, 1.10x, 1.17x, 1.13x, 1.49x, 1.23x, 0.96x, 1.04x; with panels that do not
+// divide evenly the split loses: 160x128x7168 0.68-0.86x, 192x128x2048 0.88-0.96x).
 // The swapped direct path (Schedule::swap: A's rows read in place, W^T packed, C written as
 // rows) from M = 512 where N is in the direct range of the swapped operands' route (2026-12-01,
 // 2 threads, cold, best of 25, against the packed path: fp32 M x N x K = 256x128x128 1.13x,
@@ -123,8 +130,8 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 1.25x, 512x128x128 1.14x, 2048x128x512 1.48x, 2048x64x512 2.03x; fp16 1.08-1.47x).
 // clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512}},
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},

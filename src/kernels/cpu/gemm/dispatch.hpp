@@ -64,6 +64,10 @@ struct Blocking {
   // path would run and the swapped operands' M (the caller's N) is in the direct path's range
   // for their route (any K); 0: never by default.
   int swap_min_m = 0;
+  // The direct path's grid: threads split M (whole panels of A^T, the panel count a multiple
+  // of the threads) instead of N where N <= direct_split_max_n, and the heuristic takes the
+  // direct path there for any N (the packed path packs both operands for few columns); 0: never.
+  int direct_split_max_n = 0;
 };
 
 struct CpuInfo {

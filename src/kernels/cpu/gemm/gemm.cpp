@@ -521,16 +521,17 @@ void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k
                workspace().a_conv.get(rows * (k1 - k0)));
 }
 
-// Columns [n0, n1) of C: KC blocks of K outermost (the A^T block, M x KC, stays in L2), then
-// tiles of R rows of W (in L1 while every panel of A passes), the next tile's W fetched during
-// the last panel. fp32 C is accumulated in place; 16-bit C through fp32 sums of the block's
-// columns, rounded once at the end. Offsets into W and A^T count values (fp32) or words (bf16
-// pairs, kw = 2).
-void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
+// C[m0:m1, n0:n1] (m0 a multiple of the panel width): KC blocks of K outermost (the A^T block,
+// M x KC, stays in L2), then tiles of R rows of W (in L1 while every panel of A in [m0, m1)
+// passes), the next tile's W fetched during the last panel. fp32 C is accumulated in place;
+// 16-bit C through fp32 sums of the block, rounded once at the end. Offsets into W and A^T count
+// values (fp32) or words (bf16 pairs, kw = 2).
+void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                  std::int64_t n1) {
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int R = f.direct_rows, P = f.direct_panel;
-  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, kw), panels = ceil_div(p.m, P);
+  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, kw), q0 = m0 / P, q1 = ceil_div(m1, P);
   const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
@@ -538,10 +539,12 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
   const bool conv = detail::direct_converts(p, f);
   const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
   float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
-  // With pr.ct the sums are the caller's rows [n0, n1): the 16-bit C tile holds them as rows.
+  // 16-bit C: an fp32 tile of the block (with pr.ct its rows are the caller's rows [n0, n1)).
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
-  float* out = to16 ? workspace().c_tile.get(p.m * (n1 - n0)) : static_cast<float*>(p.c);
-  const std::int64_t ldo = to16 ? (ct ? p.m : n1 - n0) : pr.ldc, col0 = to16 ? n0 : 0;
+  const std::int64_t mb = m1 - m0, nb = n1 - n0;
+  float* out = to16 ? workspace().c_tile.get(mb * nb) : static_cast<float*>(p.c);
+  const std::int64_t ldo = to16 ? (ct ? mb : nb) : pr.ldc;
+  const std::int64_t row0 = to16 ? m0 : 0, col0 = to16 ? n0 : 0;  // the tile's origin in C
   const float alpha = to16 ? 1.0f : p.alpha;
   const bool fetch = pr.s.stages > 1;
   const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
@@ -564,16 +567,17 @@ void direct_block(const Problem& pr, std::int64_t n0, std::int64_t n1) {
       const float* wt = conv ? wtile : w + j * ldw + k0 / kw;
       const std::int64_t ld = conv ? ldt : ldw;
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
-      for (std::int64_t q = 0; q < panels; ++q) {
+      for (std::int64_t q = q0; q < q1; ++q) {
         const int m = at_rows(pr, q * P);
-        float* c = ct ? out + (j - col0) * ldo + q * P : out + q * P * ldo + j - col0;
+        const std::int64_t i = q * P - row0, r = j - col0;  // the tile's corner in out
+        float* c = ct ? out + r * ldo + i : out + i * ldo + r;
         pr.direct(kc / kw, wt, ld, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
-                  alpha, beta, c, ldo, ct, q + 1 == panels ? next : nullptr);
+                  alpha, beta, c, ldo, ct, q + 1 == q1 ? next : nullptr);
       }
     }
   }
-  if (to16 && ct) write_back(pr, n0, 0, n1 - n0, p.m, out, ldo);
-  if (to16 && !ct) write_back(pr, 0, n0, p.m, n1 - n0, out, ldo);
+  if (to16 && ct) write_back(pr, n0, m0, nb, mb, out, ldo);
+  if (to16 && !ct) write_back(pr, m0, n0, mb, nb, out, ldo);
 }
 
 // C = alpha * (sum of the split-K partial sums) + beta * C.
@@ -676,6 +680,13 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
   }
 }
 
+// Whether the direct path's threads split M for these operands (`blocks` of them): few columns
+// (the table's direct_split_max_n) and whole panels of A^T, as many for each thread.
+bool direct_split_m(const Params& p, const KernelFamily& f, const Blocking& b, int blocks) {
+  return b.direct_split_max_n > 0 && p.n <= b.direct_split_max_n && blocks > 1 &&
+         ceil_div(p.m, f.direct_panel) % blocks == 0;
+}
+
 // Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
 // region's threads, or with fused items the share of them one item gets).
 Schedule resolve_with(const Params& p, int blocks) {
@@ -709,8 +720,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
-    if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair && p.n >= b.direct_min_n &&
-        direct_m(p) && (words || p.k >= b.direct_min_k))
+    if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
+        (p.n >= b.direct_min_n || direct_split_m(p, f, b, blocks)) && direct_m(p) &&
+        (words || p.k >= b.direct_min_k))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
@@ -768,7 +780,10 @@ Schedule resolve_with(const Params& p, int blocks) {
                           : static_cast<int>(4096 / dtype_size(p.b_type));
   }
   if (s.threads_m * s.threads_n == 0) {
-    if (s.path == Path::decode || s.path == Path::direct) {
+    if (s.path == Path::direct && direct_split_m(p, f, b, blocks)) {
+      s.threads_m = blocks;
+      s.threads_n = 1;
+    } else if (s.path == Path::decode || s.path == Path::direct) {
       s.threads_m = 1;
       s.threads_n = std::max(1, blocks);
     } else {
@@ -838,13 +853,14 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
     if (pr.slices <= 1) return out.push_back({&pr, m0, m1, n0, n1, -1, cost});
     for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
   };
-  if (s.path == Path::direct) {
-    const std::int64_t chunk =
-        round_up(ceil_div(p.n, s.threads_m * s.threads_n), pr.fam->direct_rows);
-    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
-      const std::int64_t n1 = std::min(p.n, n0 + chunk);
-      emit(0, p.m, n0, n1, 2.0 * static_cast<double>(p.m * (n1 - n0)) * kk);
-    }
+  if (s.path == Path::direct) {  // the grid over C: panels of A^T by W tiles
+    const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->direct_panel);
+    const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->direct_rows);
+    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
+      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
+        const std::int64_t m1 = std::min(p.m, m0 + mchunk), n1 = std::min(p.n, n0 + nchunk);
+        emit(m0, m1, n0, n1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk);
+      }
     return;
   }
   if (s.path == Path::decode) {
@@ -868,7 +884,7 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
 
 void run_block(const Block& b) {
   if (b.pr->s.path == Path::decode) return decode_block(*b.pr, b.n0, b.n1, b.slice);
-  if (b.pr->s.path == Path::direct) return direct_block(*b.pr, b.n0, b.n1);
+  if (b.pr->s.path == Path::direct) return direct_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
   packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1, b.slice);
 }
 
