@@ -996,8 +996,8 @@ TEST(GemmDispatch, DirectPathRange) {
       p.n = n;
       const auto& fam = detail::family(isa);
       const bool split = b.direct_split_max_n > 0 && n <= b.direct_split_max_n &&
-                         ceil_div(m, fam.direct_panel) % 2 == 0 && m >= b.direct_min_m &&
-                         m <= b.direct_max_m;
+                         2 * n >= b.direct_min_n && ceil_div(m, fam.direct_panel) % 2 == 0 &&
+                         m >= b.direct_min_m && m <= b.direct_max_m;
       const Schedule s = resolve(p);
       if (split) {
         EXPECT_EQ(s.path, Path::direct) << "m=" << m << " n=" << n;

@@ -113,12 +113,13 @@ constexpr std::int64_t kMiB = 1 << 20;
 // direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W), direct
 // max KC, direct A^T block bytes, swap min M, direct split-M max N.
 // The direct path's threads split M (whole 64-row panels, as many per thread) for N <= 512, and
-// the default takes the direct path there even below direct min N (2026-12-01, 2 threads, cold,
+// the default takes the direct path there from half of direct min N (2026-12-01, 2 threads, cold,
 // best of 15, against the default before: fp32 M x N x K = 128x128x2048 1.16x, 128x128x512
 // 1.24x, 128x64x2048 1.19x, 128x128x7168 1.12x, 128x192x2048 1.38x, 128x256x2048 (direct split
 // N before) 1.08x, 128x256x512 1.12x, 128x512x1024 1.13x, 128x4096x4096 level (not split);
 // bf16 pairs 1.25x, 1.10x, 1.17x, 1.13x, 1.49x, 1.23x, 0.96x, 1.04x; with panels that do not
-// divide evenly the split loses: 160x128x7168 0.68-0.86x, 192x128x2048 0.88-0.96x).
+// divide evenly the split loses: 160x128x7168 0.68-0.86x, 192x128x2048 0.88-0.96x; N = 64 with
+// a long K too: 128x64x7168 fp32 0.89-0.94x, bf16 0.93-1.0x, hence N >= 128).
 // The swapped direct path (Schedule::swap: A's rows read in place, W^T packed, C written as
 // rows) from M = 512 where N is in the direct range of the swapped operands' route (2026-12-01,
 // 2 threads, cold, best of 25, against the packed path: fp32 M x N x K = 256x128x128 1.13x,

@@ -66,7 +66,8 @@ struct Blocking {
   int swap_min_m = 0;
   // The direct path's grid: threads split M (whole panels of A^T, the panel count a multiple
   // of the threads) instead of N where N <= direct_split_max_n, and the heuristic takes the
-  // direct path there for any N (the packed path packs both operands for few columns); 0: never.
+  // direct path there from N = direct_min_n / 2 (the packed path packs both operands for few
+  // columns); 0: never.
   int direct_split_max_n = 0;
 };
 

@@ -721,8 +721,8 @@ Schedule resolve_with(const Params& p, int blocks) {
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
-        (p.n >= b.direct_min_n || direct_split_m(p, f, b, blocks)) && direct_m(p) &&
-        (words || p.k >= b.direct_min_k))
+        (p.n >= b.direct_min_n || (2 * p.n >= b.direct_min_n && direct_split_m(p, f, b, blocks))) &&
+        direct_m(p) && (words || p.k >= b.direct_min_k))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
