@@ -21,7 +21,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -940,7 +939,9 @@ struct Pack {
 
 struct Batch {
   std::vector<Params> params;
-  std::deque<Params> swapped;  // Schedule::swap: the swapped operands problems point into
+  // Schedule::swap: the swapped operands problems point into (reserved for every problem of the
+  // execution before the first is made, so it never reallocates; grow-only like the rest).
+  std::vector<Params> swapped;
   std::vector<Problem> problems;
   std::vector<Block> blocks;
   std::vector<Pack> packs;
@@ -953,7 +954,7 @@ Batch& batch_scratch() {
 }
 
 // The problem of p under its resolved schedule s: with s.swap, of p's operands swapped (kept
-// in bt.swapped, whose elements do not move), unless A and B are not read (K = 0, alpha = 0:
+// in bt.swapped, reserved by the caller), unless A and B are not read (K = 0, alpha = 0:
 // C = beta * C as the caller's problem).
 Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
   if (!s.swap || p.k == 0 || p.alpha == 0.0f) {
@@ -961,6 +962,8 @@ Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
     t.swap = false;
     return make_problem(p, t);
   }
+  if (bt.swapped.size() == bt.swapped.capacity())
+    throw std::logic_error("gemm: swapped operands not reserved");  // would move the others
   bt.swapped.push_back(detail::swapped(p));
   Problem pr = make_problem(bt.swapped.back(), s);
   pr.ct = true;
@@ -1198,6 +1201,7 @@ void gemm_in(const Params& p, double seq_ns) {
   Batch& use = bt.problems.empty() ? bt : local;
   use.problems.clear();
   use.swapped.clear();
+  use.swapped.reserve(1);
   use.problems.push_back(problem_of(use, p, resolve(p)));
   execute_problems(use, use.problems.front().s.threads, p.schedule.threads == 0 ? seq_ns : -1.0);
   use.problems.clear();
@@ -1330,6 +1334,7 @@ void run_together(const Call* calls, std::size_t count, int threads) {
   // Problems point into bt.params, complete by now. An item without a grid of its own gets
   // its share of the region's threads as blocks.
   bt.problems.reserve(bt.params.size());
+  bt.swapped.reserve(bt.params.size());
   std::size_t j = 0;
   for (const std::size_t items : bt.counts) {
     const int share = static_cast<int>(std::max<std::int64_t>(
