@@ -947,9 +947,9 @@ TEST(GemmDispatch, DirectPathRange) {
   for (std::int64_t m : {1, 8, 12, 16, 32, 64, 100, 160, 192, 512}) {
     p.m = m;
     const bool want = b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m;
-    EXPECT_EQ(resolve(p).path == Path::direct, want) << "m=" << m;
     const Schedule s = resolve(p);
-    if (s.path == Path::direct) {
+    EXPECT_EQ(s.path == Path::direct && !s.swap, want) << "m=" << m;  // swap: checked below
+    if (s.path == Path::direct && !s.swap) {
       // The A^T block within its L2 budget, K in equal blocks.
       const std::int64_t rows =
           ceil_div(m, detail::family(isa).direct_lanes) * detail::family(isa).direct_lanes;
@@ -1010,7 +1010,7 @@ TEST(GemmDispatch, DirectPathRange) {
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})
     for (std::int64_t m : {256, 512, 2048})
-      for (std::int64_t n : {8, 64, 128, 256})
+      for (std::int64_t n : {8, 64, 128, 256, 384})
         for (std::int64_t k : {128, 512}) {
           p.a_type = p.b_type = t;
           p.m = m;
@@ -1020,7 +1020,9 @@ TEST(GemmDispatch, DirectPathRange) {
           Params q = detail::swapped(p);
           const bool words = detail::direct_pairs(q, fam);
           const int lo = words ? b.direct_min_m_pairs : b.direct_min_m;
-          const int hi = words ? b.direct_max_m_pairs : b.direct_max_m;
+          const int hi = b.swap_max_n > 0 ? b.swap_max_n
+                         : words          ? b.direct_max_m_pairs
+                                          : b.direct_max_m;
           const bool want =
               b.swap_min_m > 0 && m >= b.swap_min_m && t != DType::fp8 && n >= lo && n <= hi;
           const Schedule s = resolve(p);

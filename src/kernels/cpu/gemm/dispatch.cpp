@@ -111,7 +111,7 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 64 1.52x, 128 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x). Columns: mc, kc, B panel bytes,
 // nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs), direct min / max M, direct min N,
 // direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W), direct
-// max KC, direct A^T block bytes, swap min M, direct split-M max N.
+// max KC, direct A^T block bytes, swap min M, direct split-M max N, swap max N.
 // The direct path's threads split M (whole 64-row panels, as many per thread) for N <= 512, and
 // the default takes the direct path there from half of direct min N (2026-12-01, 2 threads, cold,
 // best of 15, against the default before: fp32 M x N x K = 128x128x2048 1.16x, 128x128x512
@@ -121,18 +121,21 @@ constexpr std::int64_t kMiB = 1 << 20;
 // divide evenly the split loses: 160x128x7168 0.68-0.86x, 192x128x2048 0.88-0.96x; N = 64 with
 // a long K too: 128x64x7168 fp32 0.89-0.94x, bf16 0.93-1.0x, hence N >= 128).
 // The swapped direct path (Schedule::swap: A's rows read in place, W^T packed, C written as
-// rows) from M = 512 where N is in the direct range of the swapped operands' route (2026-12-01,
+// rows) from M = 512 where N is from the direct path's minimum M for the swapped operands' route
+// up to 256 (2026-12-01,
 // 2 threads, cold, best of 25, against the packed path: fp32 M x N x K = 256x128x128 1.13x,
 // 512x128x128 1.18x, 1024x128x128 1.19x, 2048x128x512 1.28x, 512x128x2048 1.15x, 2048x64x512
 // 1.39x, 4096x32x4096 1.51x, 128x128x2048 0.93x; bf16 pairs 256x128x128 1.04x, 512x128x128
 // 1.13x, 1024x128x128 1.09-1.21x, 2048x128x512 1.28x, 512x128x2048 1.27x, 4096x32x4096 1.50x;
 // fp16 256x128x128 0.95x, 512x128x128 1.0x, 1024x128x128 1.27x, 2048x128x512 1.14x; N = 192
-// and 256, outside the direct range, 1.10-1.15x). The AVX2 family from M = 256 (fp32 256x128x512
-// 1.25x, 512x128x128 1.14x, 2048x128x512 1.48x, 2048x64x512 2.03x; fp16 1.08-1.47x).
+// and 256: fp32 2048x256x128 1.11x, 2048x256x512 1.11x, 1024x192x1024 1.17x, 4096x256x128
+// 1.13x, bf16 1.12-1.24x; N = 512: fp32 1.0x, bf16 1.07x). The AVX2 family from M = 256 (fp32
+// 256x128x512 1.25x, 512x128x128 1.14x, 2048x128x512 1.48x, 2048x64x512 2.03x, 2048x256x512
+// 1.24x, 2048x256x128 1.14x, 1024x192x1024 0.98x; fp16 1.08-1.47x).
 // clang-format off
 const std::array<TableRow, 5> kTable = {{
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512}},
-    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
+    {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},

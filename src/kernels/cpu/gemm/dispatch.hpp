@@ -61,14 +61,15 @@ struct Blocking {
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
   // The heuristic's swapped direct path (Schedule::swap) for M >= swap_min_m, where the packed
-  // path would run and the swapped operands' M (the caller's N) is in the direct path's range
-  // for their route (any K); 0: never by default.
+  // path would run and the swapped operands' M (the caller's N) is from the direct path's
+  // minimum for their route up to swap_max_n (any K); 0: never by default.
   int swap_min_m = 0;
   // The direct path's grid: threads split M (whole panels of A^T, the panel count a multiple
   // of the threads) instead of N where N <= direct_split_max_n, and the heuristic takes the
   // direct path there from N = direct_min_n / 2 (the packed path packs both operands for few
   // columns); 0: never.
   int direct_split_max_n = 0;
+  int swap_max_n = 0;
 };
 
 struct CpuInfo {

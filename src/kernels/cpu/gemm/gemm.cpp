@@ -703,12 +703,13 @@ Schedule resolve_with(const Params& p, int blocks) {
   const Blocking& b = detail::blocking(s.isa);
   // The direct path's route for these operands: bf16 pairs (words), W converted, or fp32.
   const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
-  // Whether operands q have an M in the direct path's range for their route (from the table).
-  auto direct_m = [&](const Params& q) {
+  // Whether operands q have an M in the direct path's range for their route (from the table),
+  // or up to `most` instead of the route's maximum.
+  auto direct_m = [&](const Params& q, int most = 0) {
     const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
     const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
     const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
-    return q.m >= lo && q.m <= hi;
+    return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi);
   };
   if (s.path == Path::automatic && !s.swap) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
@@ -736,7 +737,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     // of A for N columns; the direct path on the swapped operands reads A's rows in place,
     // packs W^T once and writes C's rows as vectors (any K: no transposed write to amortize).
     if (s.path == Path::packed && s.split_k <= 1 && b.swap_min_m > 0 && p.m >= b.swap_min_m &&
-        detail::swap_ok(p, f) && direct_m(detail::swapped(p)))
+        detail::swap_ok(p, f) && direct_m(detail::swapped(p), b.swap_max_n))
       s.swap = true;
   }
   if (s.swap) {  // the direct path's schedule for the swapped operands
