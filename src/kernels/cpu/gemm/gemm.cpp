@@ -627,14 +627,13 @@ void check(const Params& p, bool fused) {
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
-  if (s.path == Path::direct && !s.swap &&
-      !detail::direct_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
+  const KernelFamily& fam = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
+  if (s.path == Path::direct && !s.swap && !detail::direct_ok(p, fam))
     fail("direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32");
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
   if (s.swap && ((s.path != Path::automatic && s.path != Path::direct) || s.split_k > 1))
     fail("swap runs the direct path (no split_k)");
-  if (s.swap &&
-      !detail::swap_ok(p, detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa)))
+  if (s.swap && !detail::swap_ok(p, fam))
     fail("swap needs A stored (M, K) and W stored (N, K), neither fp8");
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
@@ -929,10 +928,6 @@ int region_threads(int threads, double work_ns) {
   return threads;
 }
 
-// Runs the blocks in one parallel region of at most `threads` threads, each block claimed once
-// from a shared counter: block t goes to the t-th thread to arrive (with as many blocks as
-// threads, the engine's thread grid), more blocks are taken largest first. A worker that is
-// slow to wake finds its block already done by the caller instead of holding it up.
 // A piece of the direct path's packed A^T: K [k0, k1) of the panel from row i0, at dst.
 struct Pack {
   const Problem* pr;
@@ -940,6 +935,10 @@ struct Pack {
   float* dst;
 };
 
+// Runs the blocks in one parallel region of at most `threads` threads, each block claimed once
+// from a shared counter: block t goes to the t-th thread to arrive (with as many blocks as
+// threads, the engine's thread grid), more blocks are taken largest first. A worker that is
+// slow to wake finds its block already done by the caller instead of holding it up.
 // The direct path's A^T pieces run first, in the same region: tasks are claimed in order from one
 // counter, so once a thread claims a block every piece has been claimed by a thread running it
 // (a piece never waits), and the block waits only for them to finish - one fork/join per call
@@ -955,17 +954,16 @@ void execute(std::vector<Block>& blocks, const std::vector<Pack>& packs, int thr
     std::atomic<std::int64_t>& n;
     ~Count() { n.fetch_add(1, std::memory_order_release); }
   };
-  ThreadPool::instance().run_tasks(threads, np + static_cast<std::int64_t>(blocks.size()),
-                                   [&](std::int64_t i) {
-                                     if (i < np) {
-                                       const Count done{packed};
-                                       const Pack& a = packs[static_cast<std::size_t>(i)];
-                                       return pack_at(*a.pr, a.i0, a.k0, a.k1, a.dst);
-                                     }
-                                     while (packed.load(std::memory_order_acquire) < np)
-                                       spin_pause();
-                                     run_block(blocks[static_cast<std::size_t>(i - np)]);
-                                   });
+  auto task = [&](std::int64_t i) {
+    if (i < np) {
+      const Count done{packed};
+      const Pack& a = packs[static_cast<std::size_t>(i)];
+      return pack_at(*a.pr, a.i0, a.k0, a.k1, a.dst);
+    }
+    while (packed.load(std::memory_order_acquire) < np) spin_pause();
+    run_block(blocks[static_cast<std::size_t>(i - np)]);
+  };
+  ThreadPool::instance().run_tasks(threads, np + static_cast<std::int64_t>(blocks.size()), task);
 }
 
 // Caller-thread scratch of one execution: problems, blocks, converted A, the direct path's A^T
