@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -751,6 +752,12 @@ TEST(Gemm, EmptyAndKZero) {
   std::fill(c.begin(), c.end(), std::nanf(""));
   gemm(p);
   for (float v : c) EXPECT_EQ(v, 0.0f);
+  // The swapped direct path scales the caller's C, not its transpose, when A and B are not read.
+  p.schedule.swap = true;
+  p.beta = 2.0f;
+  std::iota(c.begin(), c.end(), 1.0f);
+  gemm(p);
+  for (std::size_t i = 0; i < c.size(); ++i) EXPECT_EQ(c[i], 2.0f * static_cast<float>(i + 1));
 }
 
 TEST(Gemm, BadArgumentsAreRefused) {
