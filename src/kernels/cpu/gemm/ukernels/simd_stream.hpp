@@ -179,6 +179,7 @@ struct Stream {
         for (std::int64_t q = p; q < b1; q += 64) prefetch_ahead<T>(pf, q);
       }
     }
+#pragma GCC unroll 4
     for (; p < b1; p += L) step(p);
   }
 
