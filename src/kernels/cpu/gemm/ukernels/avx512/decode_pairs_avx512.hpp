@@ -47,30 +47,6 @@ inline __attribute__((always_inline)) void zero_sums(__m512 (&v)[MB][NB]) {
     for (int j = 0; j < NB; ++j) v[i][j] = _mm512_setzero_ps();
 }
 
-// The sixteen sums of v[i][j] as one vector, lane 4 i + j: pairs folded within 128-bit
-// lanes (unpack, then shuffle), then across them - 15 adds and 30 shuffles where four hsum4
-// trees take 56 operations (with K = 128, two k steps per row, the reduction is half the work).
-inline __attribute__((always_inline)) __m512 hsum16(const __m512 (&v)[4][4]) {
-  __m512 t[4][2];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {  // each 128-bit chunk: {a0 + a2, b0 + b2, a1 + a3, b1 + b3}
-      const __m512 a = v[i][2 * h], b = v[i][2 * h + 1];
-      t[i][h] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-    }
-  __m512 u[4];  // u[i], 128-bit chunk L: the four sums of row i over chunk L's lanes
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
-    u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[i][0], t[i][1], 0x44),
-                         _mm512_shuffle_ps(t[i][0], t[i][1], 0xee));
-  const __m512 w0 =
-      _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x44), _mm512_shuffle_f32x4(u[0], u[1], 0xee));
-  const __m512 w1 =
-      _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x44), _mm512_shuffle_f32x4(u[2], u[3], 0xee));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xdd));
-}
-
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K.
 template <class Source, int MB, int NB>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
@@ -112,12 +88,12 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
       }
     }
   };
-  // The sums reduce in trees (hsum16, Avx512::hsum4), not one horizontal sum each: with a short
+  // The sums reduce in trees (Avx512::hsum16 and hsum4), not one horizontal sum each: with a short
   // K (attention's K = 128: two k steps per row) the reduction costs as much as the products
   // (the same run: 107 -> 98 us).
   auto store = [&](__m512(&sums)[MB][NB]) __attribute__((always_inline)) {
     if constexpr (MB == 4 && NB == 4) {  // all sixteen in one tree, a row of A per 128 bits
-      const __m512 r = hsum16(sums);
+      const __m512 r = Avx512::hsum16(sums);
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i)
         _mm_storeu_ps(g.out + (i0 + i) * g.ldo + (j0 - g.n0), _mm512_extractf32x4_ps(r, i));
