@@ -93,7 +93,10 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // (the same run: 107 -> 98 us).
   auto store = [&](__m512(&sums)[MB][NB]) __attribute__((always_inline)) {
     if constexpr (MB == 4 && NB == 4) {  // all sixteen in one tree, a row of A per 128 bits
-      const __m512 r = Avx512::hsum16(sums);
+      const __m512 r =
+          Avx512::hsum16(sums[0][0], sums[0][1], sums[0][2], sums[0][3], sums[1][0], sums[1][1],
+                         sums[1][2], sums[1][3], sums[2][0], sums[2][1], sums[2][2], sums[2][3],
+                         sums[3][0], sums[3][1], sums[3][2], sums[3][3]);
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i)
         _mm_storeu_ps(g.out + (i0 + i) * g.ldo + (j0 - g.n0), _mm512_extractf32x4_ps(r, i));

@@ -41,27 +41,28 @@ struct Avx512 {
     const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, x));
   }
-  // The sixteen sums of v[i][j] as one vector, lane 4 i + j: pairs folded within 128-bit
-  // lanes (unpack, then shuffle), then across them - 15 adds and 30 shuffles where four hsum4
-  // trees take 56 operations (with K = 128, two k steps per row, the reduction is half the work).
-  static __attribute__((always_inline)) V hsum16(const V (&v)[4][4]) {
-    V t[4][2];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {  // each 128-bit chunk: {a0 + a2, b0 + b2, a1 + a3, b1 + b3}
-        const V a = v[i][2 * h], b = v[i][2 * h + 1];
-        t[i][h] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-      }
-    V u[4];  // u[i], 128-bit chunk L: the four sums of row i over chunk L's lanes
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[i][0], t[i][1], 0x44),
-                           _mm512_shuffle_ps(t[i][0], t[i][1], 0xee));
-    const V w0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x44),
-                               _mm512_shuffle_f32x4(u[0], u[1], 0xee));
-    const V w1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x44),
-                               _mm512_shuffle_f32x4(u[2], u[3], 0xee));
+  // The sixteen sums of row i's four accumulators (r{i}0..r{i}3) as one vector, lane 4 i + j:
+  // pairs folded within 128-bit lanes (unpack, then shuffle), then across them - 15 adds and 30
+  // shuffles where four hsum4 trees take 56 operations (with K = 128, two k steps per row, the
+  // reduction is half the work). The values come by value: taking the caller's array by
+  // reference kept that array in memory through the caller's loop (GCC 12; 1.9x slower).
+  static __attribute__((always_inline)) V hsum16(V r00, V r01, V r02, V r03, V r10, V r11, V r12,
+                                                 V r13, V r20, V r21, V r22, V r23, V r30, V r31,
+                                                 V r32, V r33) {
+    // each 128-bit chunk of pair(a, b): {a0 + a2, b0 + b2, a1 + a3, b1 + b3}
+    auto pair = [](V a, V b) {
+      return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    };
+    // row(t0, t1), 128-bit chunk L: the row's four sums over chunk L's lanes
+    auto row = [](V t0, V t1) {
+      return _mm512_add_ps(_mm512_shuffle_ps(t0, t1, 0x44), _mm512_shuffle_ps(t0, t1, 0xee));
+    };
+    const V u0 = row(pair(r00, r01), pair(r02, r03)), u1 = row(pair(r10, r11), pair(r12, r13));
+    const V u2 = row(pair(r20, r21), pair(r22, r23)), u3 = row(pair(r30, r31), pair(r32, r33));
+    const V w0 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x44), _mm512_shuffle_f32x4(u0, u1, 0xee));
+    const V w1 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(u2, u3, 0x44), _mm512_shuffle_f32x4(u2, u3, 0xee));
     return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xdd));
   }
 };
