@@ -233,7 +233,7 @@ struct Stream {
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
-      auto step = [&](std::int64_t p) {
+      auto step = [&](std::int64_t p) __attribute__((always_inline)) {
         if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
