@@ -97,9 +97,11 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
           Avx512::hsum16(sums[0][0], sums[0][1], sums[0][2], sums[0][3], sums[1][0], sums[1][1],
                          sums[1][2], sums[1][3], sums[2][0], sums[2][1], sums[2][2], sums[2][3],
                          sums[3][0], sums[3][1], sums[3][2], sums[3][3]);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i)
-        _mm_storeu_ps(g.out + (i0 + i) * g.ldo + (j0 - g.n0), _mm512_extractf32x4_ps(r, i));
+      float* out = g.out + i0 * g.ldo + (j0 - g.n0);  // the chunk index must be an immediate
+      _mm_storeu_ps(out, _mm512_extractf32x4_ps(r, 0));
+      _mm_storeu_ps(out + g.ldo, _mm512_extractf32x4_ps(r, 1));
+      _mm_storeu_ps(out + 2 * g.ldo, _mm512_extractf32x4_ps(r, 2));
+      _mm_storeu_ps(out + 3 * g.ldo, _mm512_extractf32x4_ps(r, 3));
       return;
     }
     for (int i = 0; i < MB; ++i) {
