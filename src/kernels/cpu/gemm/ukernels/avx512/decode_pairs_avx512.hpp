@@ -10,11 +10,8 @@
 // whether each 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)).
 #pragma once
 
-// GCC 12 reports the _mm512_undefined_*() inside its own intrinsics (_mm512_reduce_add_ps) as
-// (maybe-)uninitialized, as in simd_avx512.hpp; the values are fully defined.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
+// (GCC 12's (maybe-)uninitialized reports from inside its own reduction intrinsics are silenced
+// by simd_avx512.hpp, included below for the reduction trees.)
 #include <immintrin.h>
 
 #include <algorithm>
