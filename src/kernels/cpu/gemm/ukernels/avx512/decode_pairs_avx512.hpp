@@ -5,9 +5,14 @@
 // function has internal linkage (kernels.hpp: no inline function of a shared header may be
 // picked by the linker for another ISA's code).
 //
-// A Source says how 64 values of a W row become two vectors of 32 bf16 (in the order its A is
-// stored: A's rows are read as-is from g.a16 with stride g.lda16), the bytes per W value, and
-// whether each 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)).
+// A Source says how a W row's values become vectors of 32 bf16, in the order its A is stored (A's
+// rows are read as-is from g.a16 with stride g.lda16): load64 converts 64 values into two
+// (fp8), or, with kByHalves, load32 loads 32 values as one (bf16: plain loads); load_tail
+// reads a row's last < 64 values. It also gives the bytes per W value and whether each
+// 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)). By halves
+// the loop keeps one vector of A per row live instead of two: at 64 values a step the 4 x 4
+// block's 16 sums, 8 A vectors and the W vectors of two unrolled steps did not fit the 32
+// registers and GCC spilled inside the loop (docs/gemm.md, eleventh session).
 #pragma once
 
 // (GCC 12's (maybe-)uninitialized reports from inside its own reduction intrinsics are silenced
@@ -63,25 +68,41 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // Sums of K values [b0, b1) (multiples of 64) into part.
   auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB])
       __attribute__((always_inline)) {
+#pragma GCC unroll 1
     for (std::int64_t p = b0; p < b1; p += 64) {
       if (ahead > 0)  // every line of the 64 values `ahead` bytes further on
         for (std::int64_t q = p * es + ahead; q < (p + 64) * es + ahead; q += 64)
           for (int j = 0; j < NB; ++j)
             _mm_prefetch(reinterpret_cast<const char*>((q < row_bytes ? w[j] : next[j]) + q),
                          _MM_HINT_T0);
-      __m512i a0[MB], a1[MB];
+      if constexpr (Source::kByHalves) {  // 32 values at a time: MB + 1 vectors live
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          __m512i a0[MB];
 #pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) {
-        a0[i] = _mm512_loadu_si512(a[i] + p);
-        a1[i] = _mm512_loadu_si512(a[i] + p + 32);
-      }
+          for (int i = 0; i < MB; ++i) a0[i] = _mm512_loadu_si512(a[i] + p + 32 * h);
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) {
-        __m512i w0, w1;
-        src.load64(w[j] + p * es, w0, w1);
+          for (int j = 0; j < NB; ++j) {
+            const __m512i w0 = src.load32(w[j] + (p + 32 * h) * es);
 #pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i)
-          part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+            for (int i = 0; i < MB; ++i) part[i][j] = dot_bf16(part[i][j], a0[i], w0);
+          }
+        }
+      } else {  // 64 values converted at once (fp8): 2 * MB + 2 vectors live
+        __m512i a0[MB], a1[MB];
+#pragma GCC unroll 4
+        for (int i = 0; i < MB; ++i) {
+          a0[i] = _mm512_loadu_si512(a[i] + p);
+          a1[i] = _mm512_loadu_si512(a[i] + p + 32);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) {
+          __m512i w0, w1;
+          src.load64(w[j] + p * es, w0, w1);
+#pragma GCC unroll 4
+          for (int i = 0; i < MB; ++i)
+            part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+        }
       }
     }
   };
