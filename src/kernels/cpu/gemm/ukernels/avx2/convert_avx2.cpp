@@ -78,6 +78,14 @@ inline void transpose8x8(const float* src, std::int64_t ld, float* dst, std::int
   _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
+// The line 256 bytes on in each of `rows` rows: the rows of a panel are as many streams (8 KiB
+// apart for K = 2048) that the hardware prefetcher follows too late (the 12-row A panels of a
+// cold 144 x 512 block: docs/gemm.md, eleventh session).
+inline void prefetch_rows(const float* src, std::int64_t ld, int rows) {
+  for (int r = 0; r < rows; ++r)
+    _mm_prefetch(reinterpret_cast<const char*>(src + r * ld + 64), _MM_HINT_T0);
+}
+
 }  // namespace
 
 void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
@@ -85,8 +93,10 @@ void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k
   const int full = rows - rows % 8;  // rows done by 8x8 transposes
   const std::int64_t kv = k - k % 8;
   for (int r0 = 0; r0 < full; r0 += 8) {
-    for (std::int64_t p = 0; p < kv; p += 8)
+    for (std::int64_t p = 0; p < kv; p += 8) {
+      if (p % 16 == 0) prefetch_rows(src + r0 * ld + p, ld, 8);
       transpose8x8(src + r0 * ld + p, ld, dst + p * R + r0, R);
+    }
     for (std::int64_t p = kv; p < k; ++p)
       for (int r = r0; r < r0 + 8; ++r) dst[p * R + r] = src[r * ld + p];
   }
@@ -96,6 +106,7 @@ void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k
     const float* s0 = src + full * ld;
     const std::int64_t k4 = k - k % 4;
     for (std::int64_t p = 0; p < k4; p += 4) {
+      if (p % 16 == 0) prefetch_rows(s0 + p, ld, 4);
       __m128 r0 = _mm_loadu_ps(s0 + p), r1 = _mm_loadu_ps(s0 + ld + p);
       __m128 r2 = _mm_loadu_ps(s0 + 2 * ld + p), r3 = _mm_loadu_ps(s0 + 3 * ld + p);
       _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
