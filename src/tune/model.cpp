@@ -59,9 +59,10 @@ constexpr double kPackedEff = 0.85;
 // 1.7-1.9 ms on 2 threads for every M <= 12, docs/gemm.md).
 constexpr double kDirectEff = 0.85;
 constexpr double kDirectWS = 0.22e-9;
-constexpr double kPackS = 0.35e-9;   // packing one element (load, convert, interleave, store)
-constexpr double kBlockS = 0.4e-6;   // setting up one block (workspace, loop nest)
-constexpr double kSerialS = 0.5e-9;  // caller-side per-element work (A conversion, split-K sum)
+constexpr double kPackS = 0.35e-9;  // packing one element (load, convert, interleave, store)
+constexpr double kBlockS = 0.4e-6;  // setting up one block (workspace, loop nest)
+constexpr double kSerialS =
+    0.5e-9;  // per-element work outside the blocks (A conversion, split-K sum)
 
 // One block's work, before the bandwidth it gets is known: its time is
 // max(bytes / (bandwidth x bw_eff) x mem_factor, compute_s) + fixed_s.
@@ -94,8 +95,9 @@ double makespan(std::vector<double>& blocks, int t) {
   return worst;
 }
 
-// The blocks of one item under a resolved schedule, appended; caller-side serial work (A
-// conversion, split-K sums) added to `serial`.
+// The blocks of one item under a resolved schedule, appended; the work before or after the
+// blocks (A converted or A^T packed by the threads first, split-K sums on the caller) added to
+// `serial`.
 void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
                  std::vector<BlockWork>& out, double& serial) {
   const auto& fam = gemm::detail::family(s.isa);
@@ -139,7 +141,9 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
         out.push_back(w);
       }
     }
-    if (p.a_type != DType::f32 && !bf16_pairs) serial += d(p.m * p.k) * kSerialS;  // A converted
+    // A converted (by the region's threads, before the blocks).
+    if (p.a_type != DType::f32 && !bf16_pairs)
+      serial += d(p.m * p.k) * kSerialS / std::max(1, s.threads);
     return;
   }
   if (s.path == Path::direct) {
