@@ -61,8 +61,8 @@ constexpr double kDirectEff = 0.85;
 constexpr double kDirectWS = 0.22e-9;
 constexpr double kPackS = 0.35e-9;  // packing one element (load, convert, interleave, store)
 constexpr double kBlockS = 0.4e-6;  // setting up one block (workspace, loop nest)
-constexpr double kSerialS =
-    0.5e-9;  // per-element work outside the blocks (A conversion, split-K sum)
+// per-element work outside the blocks (A conversion, split-K sum)
+constexpr double kSerialS = 0.5e-9;
 
 // One block's work, before the bandwidth it gets is known: its time is
 // max(bytes / (bandwidth x bw_eff) x mem_factor, compute_s) + fixed_s.

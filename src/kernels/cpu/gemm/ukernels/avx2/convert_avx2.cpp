@@ -78,14 +78,6 @@ inline void transpose8x8(const float* src, std::int64_t ld, float* dst, std::int
   _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-// The line 256 bytes on in each of `rows` rows: the rows of a panel are as many streams (8 KiB
-// apart for K = 2048) that the hardware prefetcher follows too late (the 12-row A panels of a
-// cold 144 x 512 block: docs/gemm.md, eleventh session).
-inline void prefetch_rows(const float* src, std::int64_t ld, int rows) {
-  for (int r = 0; r < rows; ++r)
-    _mm_prefetch(reinterpret_cast<const char*>(src + r * ld + 64), _MM_HINT_T0);
-}
-
 }  // namespace
 
 void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,

@@ -99,11 +99,7 @@ void interleave_avx512(const float* src, std::int64_t ld, int rows, std::int64_t
   const std::int64_t kv = k - k % 16;
   for (int r0 = 0; r0 < full; r0 += 16) {
     for (std::int64_t p = 0; p < kv; p += 16) {
-      // The sixteen rows are sixteen streams (8 KiB apart for K = 2048) that the hardware
-      // prefetcher follows too late: each row's line 256 bytes on is requested here (a cold
-      // 64 x 2048 A^T panel, 1 thread: 17 -> 21 GB/s; docs/gemm.md, eleventh session).
-      for (int r = 0; r < 16; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(src + (r0 + r) * ld + p + 64), _MM_HINT_T0);
+      prefetch_rows(src + r0 * ld + p, ld, 16);
       transpose16x16(src + r0 * ld + p, ld, dst + p * R + r0, R);
     }
     for (std::int64_t p = kv; p < k; ++p)
