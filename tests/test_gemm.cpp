@@ -475,7 +475,8 @@ void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
 }
 
 // fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): rows of A in blocks
-// of two (M 1-5, 17), W row groups of 4 and single tail rows, K a multiple of 64 with a half
+// of two (M 1-3) or, from M = 4, of four over W converted once (M 4-5, 8, 17, 32, 38), W row
+// groups of 4 and single tail rows, K a multiple of 64 with a half
 // block of 64 at the end, split-K slices, both thread counts, padded leading dimensions,
 // alpha/beta and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the
 // same way). The default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
@@ -497,6 +498,9 @@ TEST(Gemm, Fp8PairsDecode) {
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, detail::family(Isa::avx2)));
   decode_grid(DType::fp8, {1, 2, 3, 4, 5, 17}, {64, 192, 2048, 100}, 64);
+  // From M = 4 the W rows are converted once per chunk of k_tile (1024 here) values: K = 1088
+  // ends in a chunk of 64, M = 8 and 32 are whole blocks of four rows of A, 38 ends in two.
+  decode_grid(DType::fp8, {8, 32, 38}, {1088}, 64);
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
   const std::uint8_t half = f32_to_e4m3(0.5f);
   for (std::int64_t k : {64, 320})

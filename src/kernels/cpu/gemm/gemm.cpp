@@ -489,9 +489,8 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
       g.ld_ascale = pr.lda_s;
     }
     decode = pr.pairs_decode;
-  } else {
-    g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
   }
+  g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
   if (slice >= 0) {  // a partial sum: reduced by finish_split()
     g.out = pr.partial + slice * p.m * p.n + n0;
     g.ldo = p.n;

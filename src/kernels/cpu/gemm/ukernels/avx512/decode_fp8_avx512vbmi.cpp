@@ -43,7 +43,7 @@ const E4m3Tables& e4m3_tables(const float* e4m3) {
 // fp8 W: 64 e4m3 bytes as bf16 in the interleave's order, by two byte lookups.
 struct Fp8Source {
   static constexpr int kBytes = 1, kRows = 2;
-  static constexpr bool kScaled = true, kByHalves = false;
+  static constexpr bool kScaled = true, kByHalves = false, kConvertOnce = true;
   __m512i lo0, lo1, hi0, hi1;  // low and high bytes of the bf16 of the 128 magnitudes
 
   explicit Fp8Source(const float* e4m3) {

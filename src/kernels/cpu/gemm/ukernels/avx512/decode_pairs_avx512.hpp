@@ -12,7 +12,9 @@
 // 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)). By halves
 // the loop keeps one vector of A per row live instead of two: at 64 values a step the 4 x 4
 // block's 16 sums, 8 A vectors and the W vectors of two unrolled steps did not fit the 32
-// registers and GCC spilled inside the loop (docs/gemm.md, eleventh session).
+// registers and GCC spilled inside the loop (docs/gemm.md, eleventh session). A Source with
+// kConvertOnce (fp8) is, from four rows of A, converted once per chunk of K into bf16 pairs and
+// multiplied from there (pairs_decode_converted).
 #pragma once
 
 // (GCC 12's (maybe-)uninitialized reports from inside its own reduction intrinsics are silenced
@@ -49,10 +51,20 @@ inline __attribute__((always_inline)) void zero_sums(__m512 (&v)[MB][NB]) {
     for (int j = 0; j < NB; ++j) v[i][j] = _mm512_setzero_ps();
 }
 
+// Where a scaled block's sums wait between the chunks of K of pairs_decode_converted: `load`:
+// the block starts from them (else from zero); `save`: it leaves its sums there (else it stores
+// them into the output). A 4 x 4 block keeps one vector at sums[0] (hsum16's layout: lane 4 i + j
+// holds sums (i, j)); other blocks sums (i, j) at sums[i * kDecodeRows + j]. The same rows of A
+// and W always make the same block, so each finds its own layout.
+struct Carry {
+  __m512* sums = nullptr;
+  bool load = false, save = false;
+};
+
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K.
 template <class Source, int MB, int NB>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
-                 std::int64_t ahead) {
+                 std::int64_t ahead, const Carry& carry = {}) {
   constexpr std::int64_t es = Source::kBytes;
   const auto* base = static_cast<const std::uint8_t*>(g.w);
   const std::uint8_t* w[NB];
@@ -132,8 +144,47 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
     }
   };
   if constexpr (Source::kScaled) {  // K a multiple of 64; each 128 block scaled on its own
+    if constexpr (MB == 4 && NB == 4) {
+      // The 16 sums of each 128 block reduced into one vector (hsum16: lane 4 i + j holds sums
+      // (i, j)) and scaled there: one register of totals, where 16 totals beside the 16 partial
+      // sums took every register and spilled.
+      const __m512i rows = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+      __m512 tot = carry.load ? carry.sums[0] : _mm512_setzero_ps();
+      for (std::int64_t b0 = 0; b0 < g.k; b0 += kFp8Block) {
+        __m512 part[MB][NB];
+        zero_sums(part);
+        sum(b0, std::min(g.k, b0 + kFp8Block), part);
+        const std::int64_t kb = b0 / kFp8Block;
+        const float* as = g.a_scale + i0 * g.ld_ascale + kb;
+        const float* ws = g.w_scale + kb;
+        const std::int64_t lda = g.ld_ascale, ldw = g.ld_wscale;
+        const __m512 sa = _mm512_permutexvar_ps(
+            rows, _mm512_castps128_ps512(_mm_setr_ps(as[0], as[lda], as[2 * lda], as[3 * lda])));
+        const __m512 sw = _mm512_broadcast_f32x4(
+            _mm_setr_ps(ws[(j0 / kFp8Block) * ldw], ws[((j0 + 1) / kFp8Block) * ldw],
+                        ws[((j0 + 2) / kFp8Block) * ldw], ws[((j0 + 3) / kFp8Block) * ldw]));
+        const __m512 r =
+            Avx512::hsum16(part[0][0], part[0][1], part[0][2], part[0][3], part[1][0], part[1][1],
+                           part[1][2], part[1][3], part[2][0], part[2][1], part[2][2], part[2][3],
+                           part[3][0], part[3][1], part[3][2], part[3][3]);
+        tot = _mm512_fmadd_ps(r, _mm512_mul_ps(sa, sw), tot);
+      }
+      if (carry.save) {
+        carry.sums[0] = tot;
+        return;
+      }
+      float* out = g.out + i0 * g.ldo + (j0 - g.n0);
+      _mm_storeu_ps(out, _mm512_extractf32x4_ps(tot, 0));
+      _mm_storeu_ps(out + g.ldo, _mm512_extractf32x4_ps(tot, 1));
+      _mm_storeu_ps(out + 2 * g.ldo, _mm512_extractf32x4_ps(tot, 2));
+      _mm_storeu_ps(out + 3 * g.ldo, _mm512_extractf32x4_ps(tot, 3));
+      return;
+    }
     __m512 acc[MB][NB];
     zero_sums(acc);
+    if (carry.load)
+      for (int i = 0; i < MB; ++i)
+        for (int j = 0; j < NB; ++j) acc[i][j] = carry.sums[i * kDecodeRows + j];
     for (std::int64_t b0 = 0; b0 < g.k; b0 += kFp8Block) {
       __m512 part[MB][NB];
       zero_sums(part);
@@ -145,6 +196,11 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
           acc[i][j] = _mm512_fmadd_ps(
               part[i][j], _mm512_set1_ps(ws * g.a_scale[(i0 + i) * g.ld_ascale + kb]), acc[i][j]);
       }
+    }
+    if (carry.save) {
+      for (int i = 0; i < MB; ++i)
+        for (int j = 0; j < NB; ++j) carry.sums[i * kDecodeRows + j] = acc[i][j];
+      return;
     }
     store(acc);
   } else {  // all of K in one sum; the last < 64 values with zeros beyond K on both sides
@@ -171,17 +227,103 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   }
 }
 
+// carry.sums (when set) is the first W row's column of the carried sums, rows of A at stride
+// kDecodeRows.
 template <class Source, int NB>
-void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, std::int64_t ahead) {
+void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, std::int64_t ahead,
+                     const Carry& carry = {}) {
   constexpr int R = Source::kRows;
+  auto at = [&](std::int64_t i0) {
+    Carry c = carry;
+    if (c.sums != nullptr) c.sums += i0 * kDecodeRows;
+    return c;
+  };
   std::int64_t i0 = 0;
-  for (; i0 + R <= g.m; i0 += R) pairs_block<Source, R, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+  for (; i0 + R <= g.m; i0 += R)
+    pairs_block<Source, R, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
   if constexpr (R >= 4)
     if (i0 + 2 <= g.m) {
-      pairs_block<Source, 2, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+      pairs_block<Source, 2, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
       i0 += 2;
     }
-  if (i0 < g.m) pairs_block<Source, 1, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0);
+  if (i0 < g.m) pairs_block<Source, 1, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
+}
+
+// W rows already converted to bf16 pairs (pairs_decode_converted's buffer): plain loads, each
+// 128-wide K block scaled.
+struct ConvertedSource {
+  static constexpr int kBytes = 2, kRows = 4;
+  static constexpr bool kScaled = true, kByHalves = true, kConvertOnce = false;
+  static __m512i load32(const std::uint8_t* p) { return _mm512_loadu_si512(p); }
+};
+
+// Sources that cost several instructions per vector to convert (fp8: two lookups, a blend and
+// two interleaves per 64 values), from four rows of A: each group of W rows is converted a chunk
+// of K at a time (g.k_tile values, a multiple of 128) into bf16 pairs in g.scratch, once, and
+// every block of rows of A multiplies the chunk from L1 in blocks of four (plain loads of the
+// converted rows leave the registers for four rows of A; a 4 x 4 block reduces each 128 block's
+// sums into one vector before scaling them, so 16 totals do not spill). The blocks' sums wait in
+// g.scratch between chunks. Without it every block of two rows of A converted W again: fp8
+// decode 1.12x (M = 4) to 1.85x (M = 32) faster on 2 threads (docs/gemm.md, twelfth session);
+// at M = 3 converting again was faster (0.87x).
+template <class Source>
+void pairs_decode_converted(const DecodeArgs& g, const Source& src, std::int64_t ahead) {
+  constexpr std::int64_t es = Source::kBytes;
+  const std::int64_t kc = g.k_tile;
+  auto* buf = reinterpret_cast<std::uint16_t*>(g.scratch);  // kDecodeRows rows of kc values
+  // After the buffer (decode_scratch_floats: kDecodeRows * k_tile floats, twice what the bf16
+  // rows need), the carried sums of up to kDecodeMaxM rows of A: 64-byte aligned.
+  auto* sums = reinterpret_cast<__m512*>(g.scratch + kDecodeRows * g.k_tile);
+  const auto* base = static_cast<const std::uint8_t*>(g.w);
+  const std::int64_t row_bytes = g.k * es;
+  const ConvertedSource conv;
+  for (std::int64_t j0 = g.n0; j0 < g.n1; j0 += kDecodeRows) {
+    const int nb = static_cast<int>(std::min<std::int64_t>(kDecodeRows, g.n1 - j0));
+    const std::uint8_t* w[kDecodeRows];
+    for (int j = 0; j < nb; ++j) w[j] = base + (j0 + j) * g.ldw * es;
+    // The prefetch runs `ahead` bytes along each row, and past its end into the next group's row.
+    const std::uint8_t* next[kDecodeRows];
+    for (int j = 0; j < nb; ++j)
+      next[j] = j0 + kDecodeRows + j < g.n1 ? w[j] + kDecodeRows * g.ldw * es - row_bytes : nullptr;
+    for (std::int64_t c0 = 0; c0 < g.k; c0 += kc) {
+      const std::int64_t c1 = std::min(g.k, c0 + kc);
+      for (std::int64_t p = c0; p < c1; p += 64) {
+        for (int j = 0; j < nb; ++j) {
+          if (ahead > 0) {
+            const std::int64_t q = p * es + ahead;
+            const std::uint8_t* t = q < row_bytes ? w[j] + q : next[j] ? next[j] + q : nullptr;
+            if (t != nullptr) _mm_prefetch(reinterpret_cast<const char*>(t), _MM_HINT_T0);
+          }
+          __m512i w0, w1;
+          src.load64(w[j] + p * es, w0, w1);
+          _mm512_store_si512(buf + j * kc + (p - c0), w0);
+          _mm512_store_si512(buf + j * kc + (p - c0) + 32, w1);
+        }
+      }
+      DecodeArgs h = g;  // the chunk: W from the buffer, A and the scales from c0
+      h.w = buf;
+      h.ldw = kc;
+      h.k = c1 - c0;
+      h.n0 = 0;
+      h.n1 = nb;
+      h.out = g.out + (j0 - g.n0);
+      h.a16 = g.a16 + c0;
+      h.a_scale = g.a_scale + c0 / kFp8Block;
+      // The group's rows share one 128-row scale block: g.n0 is a multiple of kDecodeRows (the
+      // decode blocks' columns are), and so is j0.
+      h.w_scale = g.w_scale + (j0 / kFp8Block) * g.ld_wscale + c0 / kFp8Block;
+      const Carry carry{sums, c0 > 0, c1 < g.k};
+      if (nb == kDecodeRows) {
+        pairs_rows_of_a<ConvertedSource, kDecodeRows>(h, conv, 0, 0, carry);
+      } else {
+        for (int j = 0; j < nb; ++j) {
+          Carry cj = carry;
+          cj.sums += j;
+          pairs_rows_of_a<ConvertedSource, 1>(h, conv, j, 0, cj);
+        }
+      }
+    }
+  }
 }
 
 // Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond
@@ -189,6 +331,9 @@ void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, st
 template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
   const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
+  if constexpr (Source::kConvertOnce)
+    if (g.m >= ConvertedSource::kRows && g.scratch != nullptr)
+      return pairs_decode_converted(g, src, ahead);
   std::int64_t j0 = g.n0;
   for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
   for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
