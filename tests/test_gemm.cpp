@@ -9,9 +9,11 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "attain/gemm.hpp"
+#include "attain/threadpool.hpp"
 #include "kernels/cpu/gemm/dispatch.hpp"
 
 namespace attain::gemm {
@@ -480,6 +482,38 @@ void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
 // block of 64 at the end, split-K slices, both thread counts, padded leading dimensions,
 // alpha/beta and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the
 // same way). The default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
+// A job too small to pay for waking sleeping workers runs on the caller, which wakes them
+// afterwards so that the next jobs find them waiting (else a run of small jobs after a pause
+// stayed on one thread to its end); a job too small for two threads at all leaves them asleep.
+TEST(Gemm, SmallJobOnASleepingPoolRunsAloneThenWakesIt) {
+  ThreadPool& pool = ThreadPool::instance();
+  auto all_asleep = [&] {
+    pool.rest();
+    for (int i = 0; i < 500 && pool.sleeping() < pool.workers(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return pool.sleeping() == pool.workers();
+  };
+  auto run = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    std::vector<float> a(static_cast<std::size_t>(m * k), 1.0f),
+        w(static_cast<std::size_t>(n * k), 0.5f), c(static_cast<std::size_t>(m * n), -1.0f);
+    Params p;
+    p.a = a.data(), p.b = w.data(), p.c = c.data();
+    p.m = m, p.n = n, p.k = k;
+    p.threads = 2;
+    gemm(p);
+    for (float v : c) ASSERT_EQ(v, 0.5f * static_cast<float>(k));
+  };
+  pool.run(2, [](int, int) {});
+  ASSERT_TRUE(all_asleep());
+  run(1, 4, 64);  // ~0.1 us: one thread whatever the pool does
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(pool.sleeping(), pool.workers());
+  run(8, 128, 1024);  // ~40 us by the rough estimate: worth two threads, not a wake-up
+  for (int i = 0; i < 500 && pool.sleeping() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(pool.sleeping(), 0);
+}
+
 TEST(Gemm, Fp8PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::fp8;

@@ -177,5 +177,26 @@ TEST(ThreadPool, RestPutsIdleWorkersToSleepAndTheNextJobWakesThem) {
   EXPECT_EQ(n.load(), 2);
 }
 
+// wake() ends the workers' sleep without a job: none of them runs anything, and all are
+// waiting again (not asleep) until the next job, which they take as usual.
+TEST(ThreadPool, WakeEndsTheSleepWithoutAJob) {
+  auto& pool = ThreadPool::instance();
+  std::atomic<int> n{0};
+  pool.run(3, [&](int, int) { n++; });
+  pool.rest();
+  const int workers = pool.workers();  // 2, or more left by other tests
+  for (int i = 0; i < 500 && pool.sleeping() < workers; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(pool.sleeping(), workers);
+  pool.wake();
+  for (int i = 0; i < 500 && pool.sleeping() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(pool.sleeping(), 0);  // within a millisecond or so; they wait 20 ms before sleeping
+  EXPECT_EQ(n.load(), 3);         // the earlier job's function did not run again
+  pool.wake();                    // nobody asleep: nothing to do
+  pool.run(3, [&](int, int) { n++; });
+  EXPECT_EQ(n.load(), 6);
+}
+
 }  // namespace
 }  // namespace attain

@@ -30,6 +30,10 @@ class ThreadPool {
   // Idle workers go to sleep now rather than waiting for a next job (a benchmark calls it
   // before it times another library, so that no attain thread competes for the cores).
   void rest();  // threads created so far (excluding callers)
+  // Ends the workers' sleep without giving them a job: they wait (polling) for the next one
+  // again. For a caller that ran a small job alone rather than pay a wake-up inside it, so that
+  // the jobs that follow find the workers awake instead of running alone in turn.
+  void wake();
 
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -197,6 +197,14 @@ void ThreadPool::rest() {
   impl_->resting.store(true, std::memory_order_relaxed);
 }
 
+void ThreadPool::wake() {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.call_mutex);
+  // A job for the caller alone: every worker sees the generation move, takes no part (tid >= 1)
+  // and waits for the next one.
+  if (s.sleepers.load() > 0) s.publish(next_generation(s.generation.load(), false, 1));
+}
+
 int ThreadPool::sleeping() const {
   return impl_->sleepers.load(std::memory_order_relaxed);
 }

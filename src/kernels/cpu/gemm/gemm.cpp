@@ -1110,10 +1110,17 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     for (const Problem& pr : bt.problems) own += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
     work_ns = std::max(seq_ns, own);
   }
+  const int wanted = threads;
   threads = region_threads(threads, work_ns);
   execute(bt.blocks, bt.packs, threads);
   for (const Problem& pr : bt.problems)
     if (pr.slices > 1 && pr.p->k > 0 && pr.p->alpha != 0.0f) finish_split(pr);
+  // Ran alone because the workers slept: wake them now, after the work, so that the jobs that
+  // follow find them waiting. Otherwise a run of small jobs after a pause (or after a benchmark
+  // rested the pool) stayed on one thread to its end, each job finding the workers asleep.
+  if (threads < wanted && work_ns >= kMinParallelNsSpinning &&
+      ThreadPool::instance().sleeping() > 0)
+    ThreadPool::instance().wake();
 }
 
 }  // namespace
