@@ -383,6 +383,27 @@ TEST(Gemm, DecodeKTilesBalanced) {
   EXPECT_EQ(resolve(p).decode_k_tile, 1024);  // 16 KiB rows: 4 KiB tiles
   p.b_type = DType::bf16;
   EXPECT_EQ(resolve(p).decode_k_tile, 4096);  // 8 KiB rows: one tile
+  // A k_tile the kernel plays no part in resolves to the default (the bf16 pairs decode; the
+  // fp8 one below kPairsConvertMinM rows of A); the others keep theirs.
+  const detail::KernelFamily& f = detail::family(detected_isa());
+  p.schedule.path = Path::decode;
+  for (DType t : {DType::f32, DType::bf16, DType::fp8})
+    for (std::int64_t m : {2, 8}) {
+      p.a_type = p.b_type = t, p.m = m;
+      p.schedule.decode_k_tile = 0;
+      const int dflt = resolve(p).decode_k_tile;
+      p.schedule.decode_k_tile = 512;
+      EXPECT_EQ(resolve(p).decode_k_tile, detail::decode_uses_k_tile(p, f) ? 512 : dflt)
+          << static_cast<int>(t) << " " << m;
+    }
+  const bool pairs = detail::cpu_info().avx512_bf16 && detail::cpu_info().avx512vbmi &&
+                     detected_isa() == Isa::avx512;
+  p.a_type = p.b_type = DType::fp8;
+  EXPECT_EQ(detail::decode_uses_k_tile(p, f), true);  // m = 8: converted in chunks of k_tile
+  p.m = 3;
+  EXPECT_EQ(detail::decode_uses_k_tile(p, f), !pairs);
+  p.a_type = p.b_type = DType::bf16;
+  EXPECT_EQ(detail::decode_uses_k_tile(p, f), !detail::decodes_bf16_pairs(p, f));
 }
 
 // bf16 A and B (and fp8 A and B) on the packed path are multiplied as bf16 pairs where the CPU
@@ -535,6 +556,16 @@ TEST(Gemm, Fp8PairsDecode) {
   // From M = 4 the W rows are converted once per chunk of k_tile (1024 here) values: K = 1088
   // ends in a chunk of 64, M = 8 and 32 are whole blocks of four rows of A, 38 ends in two.
   decode_grid(DType::fp8, {8, 32, 38}, {1088}, 64);
+  for (int k_tile : {128, 384})  // chunks of one and of three scale blocks
+    for (int threads : {1, 2}) {
+      Case c{};
+      c.at = c.bt = DType::fp8;
+      c.path = Path::decode;
+      c.m = 9, c.n = 13, c.k = 1088;
+      c.threads = threads;
+      c.decode_k_tile = k_tile;
+      run_case(c);
+    }
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
   const std::uint8_t half = f32_to_e4m3(0.5f);
   for (std::int64_t k : {64, 320})

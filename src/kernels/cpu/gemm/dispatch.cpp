@@ -178,6 +178,11 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
          p.m <= kDecodeMaxM;
 }
 
+bool decode_uses_k_tile(const Params& p, const KernelFamily& f) {
+  if (decodes_bf16_pairs(p, f)) return false;
+  return !decodes_fp8_pairs(p, f) || p.m >= kPairsConvertMinM;
+}
+
 bool direct_pairs(const Params& p, const KernelFamily& f) {
   const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
   return f.direct_bf16 != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&

@@ -778,7 +778,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
   }
   s.nc = static_cast<int>(round_up(s.nc, f.nr));
-  if (s.decode_k_tile == 0) {
+  // A k_tile the decode kernel plays no part in resolves to the default: schedules that differ
+  // only there are the same schedule (the tuner measured each as a candidate of its own).
+  if (s.decode_k_tile == 0 || !detail::decode_uses_k_tile(p, f)) {
     // 4 KiB of each W row per tile (1024 fp32, 2048 bf16 / fp16, 4096 fp8): fewer tile switches
     // and, where one tile covers K, sums reduced straight from registers (fp8 M=1,
     // 16384x4096, 2 threads: 1.83 -> 1.41 ms against 1024). Rows of up to 8 KiB are one tile

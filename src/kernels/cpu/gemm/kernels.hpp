@@ -96,6 +96,10 @@ using DirectKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, 
 
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
+// From this many rows of A the fp8 pairs decode converts each group of W rows once per chunk
+// of k_tile values (pairs_decode_converted); below it, and in the bf16 pairs decode, W is read
+// in place over all of K and k_tile plays no part.
+inline constexpr std::int64_t kPairsConvertMinM = 4;
 
 // Scratch the decode kernels need: converted W tile + vector accumulators.
 inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile) {

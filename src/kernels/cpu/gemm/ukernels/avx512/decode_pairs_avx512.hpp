@@ -332,7 +332,7 @@ template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
   const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
   if constexpr (Source::kConvertOnce)
-    if (g.m >= ConvertedSource::kRows && g.scratch != nullptr)
+    if (g.m >= kPairsConvertMinM && g.scratch != nullptr)
       return pairs_decode_converted(g, src, ahead);
   std::int64_t j0 = g.n0;
   for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
