@@ -265,7 +265,7 @@ struct ConvertedSource {
 // sums into one vector before scaling them, so 16 totals do not spill). The blocks' sums wait in
 // g.scratch between chunks. Without it every block of two rows of A converted W again: fp8
 // decode 1.12x (M = 4) to 1.85x (M = 32) faster on 2 threads (docs/gemm.md, twelfth session);
-// at M = 3 converting again was faster (0.87x).
+// at M = 3 converting again per block was faster (this path 0.76-0.89x of it).
 template <class Source>
 void pairs_decode_converted(const DecodeArgs& g, const Source& src, std::int64_t ahead) {
   constexpr std::int64_t es = Source::kBytes;
