@@ -134,18 +134,19 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
   // Progress (on a terminal): each op's inputs, then per backend each op's verification and the
   // timing. A large layer spends minutes before its timing (DeepSeek-V3 at 32 tokens in fp8:
   // 11.6 GB of operands generated and every output checked).
+  // Backend b's steps start at first(b) (ops.size() verifications, then the timing); first(nb)
+  // is the total.
   const std::size_t nb = cfg.backends.size();
-  ProgressBar progress(cfg.progress, ops.size() * (1 + nb) + nb);
-  std::size_t done = 0;
+  auto first = [&](std::size_t b) { return ops.size() * (1 + b) + b; };
+  ProgressBar progress(cfg.progress, first(nb));
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    progress.update(done++, "inputs " + ops[i].op.op.spec());
+    progress.update(i, "inputs " + ops[i].op.op.spec());
     sets.push_back(std::make_unique<TensorSet>(ops[i].op.op));
     fill_inputs(*sets.back(), cfg.seed + i);
     bytes += sets.back()->total_bytes();
   }
   for (std::size_t bi = 0; bi < nb; ++bi) {
     const std::string& name = cfg.backends[bi];
-    done = ops.size() * (1 + bi) + bi;  // where this backend's steps start, whatever came before
     LayerResult r;
     r.backend = name;
     try {
@@ -202,7 +203,7 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
       for (auto& s : sets) poison_outputs(*s);
       layer.run();
       for (std::size_t i = 0; i < ops.size(); ++i) {
-        progress.update(done++, name + ": verify " + ops[i].op.op.spec());
+        progress.update(first(bi) + i, name + ": verify " + ops[i].op.op.spec());
         const Verification v = verify(*sets[i]);
         if (!v.ok) {
           r.status = "wrong";
@@ -212,7 +213,7 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
       }
       r.verified = r.status == "ok";
       if (r.status == "ok") {
-        progress.update(ops.size() * (2 + bi) + bi, name + ": timing the layer");
+        progress.update(first(bi) + ops.size(), name + ": timing the layer");
         Kernel* ks[] = {&layer};
         const Timing t = time_kernels(ks, bytes, cfg.timing);
         ThreadPool::instance().rest();  // the next backend gets the cores to itself
@@ -224,7 +225,7 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
     }
     results.push_back(r);
   }
-  progress.update(ops.size() * (1 + nb) + nb, "done");
+  progress.update(first(nb), "done");
   return results;
 }
 

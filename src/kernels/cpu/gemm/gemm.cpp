@@ -490,7 +490,10 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
     }
     decode = pr.pairs_decode;
   }
-  g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
+  // Scratch for the kernels that tile K (the fp32 route's converted W tiles, the fp8 pairs'
+  // converted chunks); the bf16 pairs read W in place.
+  if (detail::decode_uses_k_tile(p, *pr.fam))
+    g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
   if (slice >= 0) {  // a partial sum: reduced by finish_split()
     g.out = pr.partial + slice * p.m * p.n + n0;
     g.ldo = p.n;
@@ -1120,9 +1123,9 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
   // Ran alone because the workers slept: wake them now, after the work, so that the jobs that
   // follow find them waiting. Otherwise a run of small jobs after a pause (or after a benchmark
   // rested the pool) stayed on one thread to its end, each job finding the workers asleep.
-  if (threads < wanted && work_ns >= kMinParallelNsSpinning &&
-      ThreadPool::instance().sleeping() > 0)
-    ThreadPool::instance().wake();
+  // (Alone while worth two threads: the workers slept when region_threads looked; wake()
+  // checks again.)
+  if (threads < wanted && work_ns >= kMinParallelNsSpinning) ThreadPool::instance().wake();
 }
 
 }  // namespace

@@ -51,6 +51,21 @@ inline __attribute__((always_inline)) void zero_sums(__m512 (&v)[MB][NB]) {
     for (int j = 0; j < NB; ++j) v[i][j] = _mm512_setzero_ps();
 }
 
+// A 4 x 4 block's sixteen sums in one tree (Avx512::hsum16): lane 4 i + j holds sums (i, j).
+inline __attribute__((always_inline)) __m512 hsum_block(const __m512 (&s)[4][4]) {
+  return Avx512::hsum16(s[0][0], s[0][1], s[0][2], s[0][3], s[1][0], s[1][1], s[1][2], s[1][3],
+                        s[2][0], s[2][1], s[2][2], s[2][3], s[3][0], s[3][1], s[3][2], s[3][3]);
+}
+
+// Such a reduction's four rows (128 bits each) into out, rows ldo apart (the chunk index of the
+// extract must be an immediate, so the four are written out).
+inline __attribute__((always_inline)) void store_rows4(float* out, std::int64_t ldo, __m512 r) {
+  _mm_storeu_ps(out, _mm512_extractf32x4_ps(r, 0));
+  _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(r, 1));
+  _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(r, 2));
+  _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(r, 3));
+}
+
 // Where a scaled block's sums wait between the chunks of K of pairs_decode_converted: `load`:
 // the block starts from them (else from zero); `save`: it leaves its sums there (else it stores
 // them into the output). A 4 x 4 block keeps one vector at sums[0] (hsum16's layout: lane 4 i + j
@@ -123,15 +138,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // (the same run: 107 -> 98 us).
   auto store = [&](__m512(&sums)[MB][NB]) __attribute__((always_inline)) {
     if constexpr (MB == 4 && NB == 4) {  // all sixteen in one tree, a row of A per 128 bits
-      const __m512 r =
-          Avx512::hsum16(sums[0][0], sums[0][1], sums[0][2], sums[0][3], sums[1][0], sums[1][1],
-                         sums[1][2], sums[1][3], sums[2][0], sums[2][1], sums[2][2], sums[2][3],
-                         sums[3][0], sums[3][1], sums[3][2], sums[3][3]);
-      float* out = g.out + i0 * g.ldo + (j0 - g.n0);  // the chunk index must be an immediate
-      _mm_storeu_ps(out, _mm512_extractf32x4_ps(r, 0));
-      _mm_storeu_ps(out + g.ldo, _mm512_extractf32x4_ps(r, 1));
-      _mm_storeu_ps(out + 2 * g.ldo, _mm512_extractf32x4_ps(r, 2));
-      _mm_storeu_ps(out + 3 * g.ldo, _mm512_extractf32x4_ps(r, 3));
+      store_rows4(g.out + i0 * g.ldo + (j0 - g.n0), g.ldo, hsum_block(sums));
       return;
     }
     for (int i = 0; i < MB; ++i) {
@@ -163,21 +170,13 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
         const __m512 sw = _mm512_broadcast_f32x4(
             _mm_setr_ps(ws[(j0 / kFp8Block) * ldw], ws[((j0 + 1) / kFp8Block) * ldw],
                         ws[((j0 + 2) / kFp8Block) * ldw], ws[((j0 + 3) / kFp8Block) * ldw]));
-        const __m512 r =
-            Avx512::hsum16(part[0][0], part[0][1], part[0][2], part[0][3], part[1][0], part[1][1],
-                           part[1][2], part[1][3], part[2][0], part[2][1], part[2][2], part[2][3],
-                           part[3][0], part[3][1], part[3][2], part[3][3]);
-        tot = _mm512_fmadd_ps(r, _mm512_mul_ps(sa, sw), tot);
+        tot = _mm512_fmadd_ps(hsum_block(part), _mm512_mul_ps(sa, sw), tot);
       }
       if (carry.save) {
         carry.sums[0] = tot;
         return;
       }
-      float* out = g.out + i0 * g.ldo + (j0 - g.n0);
-      _mm_storeu_ps(out, _mm512_extractf32x4_ps(tot, 0));
-      _mm_storeu_ps(out + g.ldo, _mm512_extractf32x4_ps(tot, 1));
-      _mm_storeu_ps(out + 2 * g.ldo, _mm512_extractf32x4_ps(tot, 2));
-      _mm_storeu_ps(out + 3 * g.ldo, _mm512_extractf32x4_ps(tot, 3));
+      store_rows4(g.out + i0 * g.ldo + (j0 - g.n0), g.ldo, tot);
       return;
     }
     __m512 acc[MB][NB];
