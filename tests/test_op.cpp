@@ -140,3 +140,39 @@ TEST(Dtype, E4m3RoundTripsAndSaturates) {
   EXPECT_EQ(e4m3_to_f32(1), std::ldexp(1.0f, -9));     // smallest subnormal
   EXPECT_EQ(f32_to_e4m3(1.0625f), f32_to_e4m3(1.0f));  // halfway 1.0/1.125: tie to even code
 }
+
+// The nearest e4m3 code by a search over the decoded values (ties to the even code; 448 and
+// beyond saturate): what f32_to_e4m3's bit arithmetic must agree with.
+namespace {
+std::uint8_t e4m3_nearest(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const std::uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return static_cast<std::uint8_t>(sign | 0x7e);
+  int best = 0;
+  for (int c = 1; c <= 0x7e; ++c) {
+    const float d = std::fabs(e4m3_to_f32(static_cast<std::uint8_t>(c)) - a);
+    const float db = std::fabs(e4m3_to_f32(static_cast<std::uint8_t>(best)) - a);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  return static_cast<std::uint8_t>(sign | best);
+}
+}  // namespace
+
+TEST(Dtype, E4m3RoundsToNearestEvenEverywhere) {
+  // Every code's value, its neighbours one ulp away, the midpoints to the next code and one ulp
+  // either side of them (the ties and the carries into the exponent), both signs.
+  std::vector<float> xs = {0.0f,   0x1p-10f, 0x1p-149f, 447.99997f,
+                           448.0f, 464.0f,   1e30f,     std::numeric_limits<float>::infinity()};
+  for (int c = 0; c < 0x7e; ++c) {
+    const float lo = e4m3_to_f32(static_cast<std::uint8_t>(c));
+    const float hi = e4m3_to_f32(static_cast<std::uint8_t>(c + 1));
+    const float mid = (lo + hi) / 2;
+    for (float x : {lo, mid, hi})
+      for (float y : {std::nextafter(x, 0.0f), x, std::nextafter(x, 1000.0f)}) xs.push_back(y);
+  }
+  // And a sweep over the bit patterns of every float below 512.
+  for (std::uint32_t b = 0; b < 0x44000000u; b += 16411) xs.push_back(std::bit_cast<float>(b));
+  for (float x : xs)
+    for (float s : {x, -x}) ASSERT_EQ(f32_to_e4m3(s), e4m3_nearest(s)) << s;
+}

@@ -11,8 +11,10 @@ namespace attain {
 
 // Random inputs in [-1, 1) (fp8: per-block scaled to use the e4m3 range), and the
 // structural tensors made valid: group offsets/counts from the op, MLA block tables
-// shuffled, cache slots past each sequence poisoned with NaN, seqlens = s.
-void fill_inputs(TensorSet& set, std::uint64_t seed);
+// shuffled, cache slots past each sequence poisoned with NaN, seqlens = s. Large tensors are
+// filled in ranges of about `grain` values (0: 2^20) on every CPU the process may use; the
+// data depend on the seed alone, not on the grain or the thread count.
+void fill_inputs(TensorSet& set, std::uint64_t seed, std::int64_t grain = 0);
 // MLA: fills the cache rows that block_table/seqlens make live (so tests can set ragged
 // seqlens and their own tables first) and poisons every other slot with NaN.
 void fill_mla_cache(TensorSet& set, std::uint64_t seed);

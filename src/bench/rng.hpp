@@ -17,6 +17,9 @@ class Rng {
   // Uniform in [-1, 1).
   float uniform() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
   std::uint64_t below(std::uint64_t n) { return next() % n; }
+  // Moves on as n calls of next() would (the state is a counter): a generator skipped to a
+  // chunk's first draw fills that chunk exactly as one pass over everything would.
+  void skip(std::uint64_t n) { s_ += n * 0x9E3779B97F4A7C15ull; }
 
  private:
   std::uint64_t s_;

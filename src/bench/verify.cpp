@@ -9,7 +9,9 @@
 #include <limits>
 #include <numeric>
 
+#include "attain/threadpool.hpp"
 #include "bench/rng.hpp"
+#include "device/probe.hpp"
 
 namespace attain {
 
@@ -130,47 +132,82 @@ GemmView gemm_view(const TensorSet& set) {
   return v;
 }
 
-void fill_uniform(const Tensor& t, Rng& rng) {
-  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) store(t, i, rng.uniform());
+// Runs body(u0, u1) over the units [0, n) in ranges of at least `grain` units, on every CPU
+// the process may use: a layer's operands are gigabytes (DeepSeek-V3's fp8 experts at 32 tokens:
+// 11.6 GB), filled one value at a time. Each range skips its generator to its first draw, so
+// the data are the same as from one pass, whatever the thread count.
+template <class Body>
+void parallel_units(std::int64_t n, std::int64_t grain, Body&& body) {
+  const std::int64_t chunks =
+      std::min<std::int64_t>(ceil_div(n, std::max<std::int64_t>(grain, 1)), 4096);
+  if (chunks <= 1) return body(std::int64_t{0}, n);
+  ThreadPool::instance().run_tasks(probe::available_cpus(), chunks, [&](std::int64_t c) {
+    body(n * c / chunks, n * (c + 1) / chunks);
+  });
+}
+
+constexpr std::int64_t kFillGrain = 1 << 20;  // values per range: a thread's start is worth it
+
+void fill_uniform(const Tensor& t, Rng& rng, std::int64_t grain) {
+  const std::int64_t n = t.numel();
+  parallel_units(n, grain, [&](std::int64_t i0, std::int64_t i1) {
+    Rng r = rng;
+    r.skip(static_cast<std::uint64_t>(i0));
+    for (std::int64_t i = i0; i < i1; ++i) store(t, i, r.uniform());
+  });
+  rng.skip(static_cast<std::uint64_t>(n));
 }
 
 // fp8 data with block scales: each (scale_rows x 128) block gets its own magnitude,
 // so scales differ across blocks; values use the whole e4m3 range.
 void fill_fp8(const Tensor& t, const Tensor& scale, std::int64_t rows_per_matrix,
-              std::int64_t scale_rows, Rng& rng) {
+              std::int64_t scale_rows, Rng& rng, std::int64_t grain) {
   const std::int64_t k = t.desc.shape.back();
   const std::int64_t rows = t.numel() / k, kb = ceil_div(k, kFp8Block);
   const std::int64_t sr_per_mat = ceil_div(rows_per_matrix, scale_rows);
-  std::vector<float> block(static_cast<std::size_t>(scale_rows * kFp8Block));
+  const std::int64_t mats = rows / rows_per_matrix;
+  // Draws per matrix (a magnitude per block, a value per element) and per full block row.
+  const std::int64_t per_mat = sr_per_mat * kb + rows_per_matrix * k;
+  const std::int64_t per_block_row = kb + scale_rows * k;
   auto* q = t.as<std::uint8_t>();
   auto* sc = scale.as<float>();
-  for (std::int64_t mat = 0; mat < rows / rows_per_matrix; ++mat) {
-    for (std::int64_t br = 0; br < sr_per_mat; ++br) {
-      const std::int64_t rbeg = mat * rows_per_matrix + br * scale_rows;
-      const std::int64_t rend = std::min(rbeg + scale_rows, (mat + 1) * rows_per_matrix);
-      for (std::int64_t bk = 0; bk < kb; ++bk) {
-        const std::int64_t kbeg = bk * kFp8Block, kend = std::min(kbeg + kFp8Block, k);
-        const float mag = 0.25f + 1.75f * (rng.uniform() * 0.5f + 0.5f);
-        float amax = 0;
-        std::size_t idx = 0;
-        for (std::int64_t r = rbeg; r < rend; ++r)
-          for (std::int64_t j = kbeg; j < kend; ++j) {
-            block[idx] = mag * rng.uniform();
-            amax = std::max(amax, std::fabs(block[idx++]));
+  // The units are block rows (scale_rows rows of A or W sharing a row of scales).
+  parallel_units(
+      mats * sr_per_mat, std::max<std::int64_t>(1, grain / per_block_row),
+      [&](std::int64_t u0, std::int64_t u1) {
+        std::vector<float> block(static_cast<std::size_t>(scale_rows * kFp8Block));
+        Rng r = rng;
+        const std::int64_t mat0 = u0 / sr_per_mat, br0 = u0 % sr_per_mat;
+        r.skip(static_cast<std::uint64_t>(mat0 * per_mat + br0 * per_block_row));
+        for (std::int64_t u = u0; u < u1; ++u) {
+          const std::int64_t mat = u / sr_per_mat, br = u % sr_per_mat;
+          const std::int64_t rbeg = mat * rows_per_matrix + br * scale_rows;
+          const std::int64_t rend = std::min(rbeg + scale_rows, (mat + 1) * rows_per_matrix);
+          for (std::int64_t bk = 0; bk < kb; ++bk) {
+            const std::int64_t kbeg = bk * kFp8Block, kend = std::min(kbeg + kFp8Block, k);
+            const float mag = 0.25f + 1.75f * (r.uniform() * 0.5f + 0.5f);
+            float amax = 0;
+            std::size_t idx = 0;
+            for (std::int64_t row = rbeg; row < rend; ++row)
+              for (std::int64_t j = kbeg; j < kend; ++j) {
+                block[idx] = mag * r.uniform();
+                amax = std::max(amax, std::fabs(block[idx++]));
+              }
+            const float s = amax > 0 ? amax / kFp8Max : 1.0f;
+            sc[(mat * sr_per_mat + br) * kb + bk] = s;
+            idx = 0;
+            for (std::int64_t row = rbeg; row < rend; ++row)
+              for (std::int64_t j = kbeg; j < kend; ++j)
+                q[row * k + j] = f32_to_e4m3(block[idx++] / s);
           }
-        const float s = amax > 0 ? amax / kFp8Max : 1.0f;
-        sc[(mat * sr_per_mat + br) * kb + bk] = s;
-        idx = 0;
-        for (std::int64_t r = rbeg; r < rend; ++r)
-          for (std::int64_t j = kbeg; j < kend; ++j) q[r * k + j] = f32_to_e4m3(block[idx++] / s);
-      }
-    }
-  }
+        }
+      });
+  rng.skip(static_cast<std::uint64_t>(mats * per_mat));
 }
 
-void fill_mla(TensorSet& set, Rng& rng) {
+void fill_mla(TensorSet& set, Rng& rng, std::int64_t grain) {
   const Op& op = set.op();
-  fill_uniform(set["q"], rng);
+  fill_uniform(set["q"], rng, grain);
   const std::int64_t max_blocks = ceil_div(op.s, kMlaBlock), nblocks = op.b * max_blocks;
   std::vector<std::int32_t> perm(static_cast<std::size_t>(nblocks));
   std::iota(perm.begin(), perm.end(), 0);
@@ -263,17 +300,18 @@ void fill_mla_cache(TensorSet& set, std::uint64_t seed) {
   }
 }
 
-void fill_inputs(TensorSet& set, std::uint64_t seed) {
+void fill_inputs(TensorSet& set, std::uint64_t seed, std::int64_t grain) {
+  if (grain <= 0) grain = kFillGrain;
   Rng rng(seed);
   const Op& op = set.op();
-  if (op.kind == OpKind::mla_decode) return fill_mla(set, rng);
+  if (op.kind == OpKind::mla_decode) return fill_mla(set, rng, grain);
   const bool fp8 = op.dtype == DType::fp8;
   if (fp8) {
-    fill_fp8(set["a"], set["a_scale"], 1, 1, rng);
-    fill_fp8(set["w"], set["w_scale"], op.n, kFp8Block, rng);
+    fill_fp8(set["a"], set["a_scale"], 1, 1, rng, grain);
+    fill_fp8(set["w"], set["w_scale"], op.n, kFp8Block, rng, grain);
   } else {
-    fill_uniform(set["a"], rng);
-    fill_uniform(set["w"], rng);
+    fill_uniform(set["a"], rng, grain);
+    fill_uniform(set["w"], rng, grain);
   }
   if (op.kind == OpKind::grouped_gemm) {
     const auto rows = op.group_rows();
