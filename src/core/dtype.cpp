@@ -111,24 +111,4 @@ float e4m3_to_f32(std::uint8_t v) {
   return e4m3_table()[v];
 }
 
-// Round to nearest, ties to the even code, by the bits (the benchmarks quantize gigabytes of
-// weights through this; a nearest search over the table took 84% of a DeepSeek-V3 fp8 layer's
-// setup). Magnitudes from 448 up saturate to 448; NaN is 0x7f.
-std::uint8_t f32_to_e4m3(float f) {
-  if (std::isnan(f)) return 0x7f;
-  const std::uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
-  const float a = std::fabs(f);
-  if (a >= kFp8Max) return static_cast<std::uint8_t>(sign | 0x7e);
-  // Below the smallest normal (2^-6) the codes are the multiples of 2^-9: code = a * 2^9,
-  // rounded to the nearest even integer (8 is the smallest normal's code, so the carry is right).
-  if (a < 0x1p-6f)
-    return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 512.0f)));
-  // Normal: keep 3 of the 23 mantissa bits, rounding the 20 dropped ones to nearest even; a
-  // carry out of the mantissa steps the exponent (bias 127 -> 7).
-  std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
-  bits += 0x7ffffu + ((bits >> 20) & 1u);
-  const std::uint32_t code = (((bits >> 23) - 120u) << 3) | ((bits >> 20) & 7u);
-  return static_cast<std::uint8_t>(sign | code);
-}
-
 }  // namespace attain
