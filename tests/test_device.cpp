@@ -373,6 +373,22 @@ TEST(Probe, TinyMeasurement) {
   EXPECT_EQ(c.measured_at.size(), 20u) << c.measured_at;  // 2026-11-30T07:55:11Z
 }
 
+// The check a benchmark run makes of the ceilings: the run's threads, every figure measured.
+TEST(Probe, TinyCheckOfTheCeilings) {
+  probe::ProbeConfig cfg;
+  cfg.bw_array_bytes = 4 << 20;
+  cfg.fma_seconds = 0.002;
+  cfg.trials = 1;
+  const CeilingsCheck c = probe::check_ceilings(1, "start", cfg);
+  EXPECT_EQ(c.when, "start");
+  EXPECT_EQ(c.threads, 1);
+  EXPECT_GT(c.fma_gflops, 0.5);
+  EXPECT_GT(c.read_gbps, 0.1);
+  EXPECT_EQ(c.bf16_gflops > 0, detect_cpu_features().avx512_bf16);
+  EXPECT_EQ(c.at.size(), 20u) << c.at;
+  EXPECT_EQ(probe::check_ceilings(0, "end", cfg).threads, 1);  // at least one thread
+}
+
 TEST(Probe, JsonRoundTrip) {
   HostCeilings c = two_core_host();
   c.isa.avx2 = c.isa.fma = true;

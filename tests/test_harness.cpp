@@ -147,6 +147,8 @@ TEST(Results, RoundTripAndSchemaErrors) {
   Result u = r;
   u.backend = "onednn", u.status = "unsupported", u.reason = "bf16 not on this CPU";
   f.results = {r, u};
+  f.machine.checks = {{"start", "2026-11-30T00:00:01Z", 2, 400.5, 800.25, 45.5},
+                      {"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 60.0}};
   const auto dir = std::filesystem::temp_directory_path() / "attain_test_results";
   std::filesystem::create_directories(dir);
   const auto file = dir / "r.json";
@@ -160,6 +162,14 @@ TEST(Results, RoundTripAndSchemaErrors) {
   EXPECT_EQ(g.results[1].status, "unsupported");
   EXPECT_EQ(g.results[1].reason, "bf16 not on this CPU");
   EXPECT_DOUBLE_EQ(g.machine.roofline.bw_gbps, 17.7);
+  ASSERT_EQ(g.machine.checks.size(), 2u);
+  EXPECT_EQ(g.machine.checks[0].when, "start");
+  EXPECT_EQ(g.machine.checks[0].at, "2026-11-30T00:00:01Z");
+  EXPECT_EQ(g.machine.checks[0].threads, 2);
+  EXPECT_DOUBLE_EQ(g.machine.checks[0].fma_gflops, 400.5);
+  EXPECT_DOUBLE_EQ(g.machine.checks[0].bf16_gflops, 800.25);
+  EXPECT_DOUBLE_EQ(g.machine.checks[0].read_gbps, 45.5);
+  EXPECT_DOUBLE_EQ(g.machine.checks[1].read_gbps, 60.0);
 
   auto write = [&](const std::string& text) {
     std::ofstream(dir / "bad.json") << text;
@@ -192,6 +202,39 @@ TEST(Aggregates, GeomeanMedianQuartiles) {
   EXPECT_NEAR(a.median, 4.0, 1e-12);
   EXPECT_NEAR(a.q1, 2.5, 1e-12);
   EXPECT_NEAR(a.q3, 10.0, 1e-12);
+}
+
+// Efficiency against the ceilings measured during a run: the highest of each over the checks.
+TEST(Aggregates, EfficiencyAgainstTheCheckedCeilings) {
+  const std::vector<CeilingsCheck> checks = {{"start", "t0", 2, 400, 800, 40},
+                                             {"end", "t1", 2, 300, 600, 50}};
+  const Roofline roof = checked_roofline(checks);
+  EXPECT_DOUBLE_EQ(roof.peak_tflops, 0.4);
+  EXPECT_DOUBLE_EQ(roof.bf16_peak_tflops, 0.8);
+  EXPECT_DOUBLE_EQ(roof.bw_gbps, 50);
+  // A memory-bound fp32 op (M = 1: 2 FLOP per 4-byte weight) and a compute-bound bf16 one.
+  Result mem;
+  mem.op = {Op::parse("gemm:m=1,n=1024,k=1024,dtype=fp32"), {}};
+  mem.backend = "x", mem.status = "ok";
+  const double bound = mem.op.op.flops() / mem.op.op.bytes() * 50 / 1e3;  // TFLOP/s at 50 GB/s
+  mem.tflops = bound / 2;
+  Result comp;
+  comp.op = {Op::parse("gemm:m=2048,n=2048,k=2048,dtype=bf16"), {}};
+  comp.backend = "x", comp.status = "ok", comp.tflops = 0.6;
+  Result bad = comp;
+  bad.status = "wrong";
+  const auto eff = checked_efficiency({mem, comp, bad}, checks);
+  ASSERT_EQ(eff.count("x"), 1u);
+  EXPECT_EQ(eff.at("x").count, 2u);
+  EXPECT_NEAR(eff.at("x").geomean, std::sqrt(0.5 * 0.75), 1e-12);
+  EXPECT_TRUE(checked_efficiency({mem}, {}).empty());
+  MachineInfo m;
+  m.roofline = {0.441, 0.822, 77.3, "probe"};
+  EXPECT_EQ(format_checks(m, {mem}, {"x"}), "");
+  m.checks = checks;
+  const std::string text = format_checks(m, {mem, comp}, {"x"});
+  EXPECT_NE(text.find("read  40.0 GB/s (77.3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("x          0.612"), std::string::npos) << text;
 }
 
 TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {

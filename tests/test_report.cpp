@@ -137,9 +137,14 @@ TEST(Report, WellFormedSelfContainedOnePointPerOkOp) {
   std::size_t proj_ok = 0;
   for (const auto& r : proj.results) proj_ok += r.status == "ok";
   ASSERT_GT(proj_ok, 10u);
-  const ReportModel m = build_report_model({{"host", host_file()}, {"proj", proj}});
+  ResultsFile host = host_file();
+  host.machine.checks = {{"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 45.25}};
+  const ReportModel m = build_report_model({{"host", host}, {"proj", proj}});
   const std::string html = render_report_html(m, {"t & <title>", "2026-11-30T00:00:00Z", 10});
   EXPECT_EQ(check_balanced(html), "");
+  // The ceilings measured during the run, beside those the efficiencies used.
+  EXPECT_NE(html.find("at the end of the run: compute 410.0 GFLOP/s, memory 45.2 GB/s"),
+            std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);

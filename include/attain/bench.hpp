@@ -108,4 +108,15 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& bac
 std::string format_table(const std::vector<Result>& results,
                          const std::vector<std::string>& backend_order);
 
+// The roofline of the ceilings measured during a run (the highest of each over the checks;
+// threads as the run's): what the machine gave while the ops were timed.
+Roofline checked_roofline(const std::vector<CeilingsCheck>& checks);
+// backend -> geomean efficiency of its ops that ran against checked_roofline(checks).
+std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& results,
+                                                    const std::vector<CeilingsCheck>& checks);
+// The checks beside the probe's figures, and each backend's efficiency against them ("" when
+// there are no checks).
+std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
+                          const std::vector<std::string>& backend_order);
+
 }  // namespace attain

@@ -46,6 +46,16 @@ struct HostCeilings {
   std::string measured_at;                         // ISO date
 };
 
+// The ceilings measured again while a benchmark runs, with the run's threads: on a shared
+// machine the memory bandwidth drifts by up to 2x between phases, and the cached probe is from
+// one of them. A results file keeps them beside the probe; efficiencies stay against the probe.
+struct CeilingsCheck {
+  std::string when;  // "start", "end"
+  std::string at;    // ISO time
+  int threads = 0;
+  double fma_gflops = 0, bf16_gflops = 0, read_gbps = 0;  // bf16: 0 where there is no bf16 dot
+};
+
 CpuFeatures detect_cpu_features();
 std::string cpu_model_name();
 // Measured ceilings, cached in $XDG_CACHE_HOME/attain/probe.json (keyed by CPU model and

@@ -35,6 +35,7 @@ struct MachineInfo {
   Roofline roofline;   // ceilings the efficiencies were computed against
   HostCeilings ceilings;
   std::map<std::string, std::string> libraries;  // backend -> library and version that ran
+  std::vector<CeilingsCheck> checks;  // the ceilings measured again during the run (bench)
 };
 
 struct ResultsFile {

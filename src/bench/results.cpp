@@ -70,24 +70,36 @@ json to_json(const ResultsFile& f) {
   const auto& m = f.machine;
   json results = json::array();
   for (const auto& r : f.results) results.push_back(to_json(r));
-  return {{"schema", kResultsSchema},
-          {"attain_version", ATTAIN_VERSION},
-          {"created", f.created},
-          {"command", f.command},
-          {"machine",
-           {{"cpu_model", m.cpu_model},
-            {"cores", m.cores},
-            {"threads", m.threads},
-            {"device", m.device},
-            {"ceilings_used",
-             {{"peak_tflops", num(m.roofline.peak_tflops)},
-              {"bf16_peak_tflops", num(m.roofline.bf16_peak_tflops)},
-              {"bandwidth_gbps", num(m.roofline.bw_gbps)},
-              {"source", m.roofline.source}}},
-            {"probe", probe::to_json(m.ceilings)},
-            {"libraries", m.libraries}}},
-          {"config", f.config.is_null() ? json::object() : f.config},
-          {"results", results}};
+  json out = {{"schema", kResultsSchema},
+              {"attain_version", ATTAIN_VERSION},
+              {"created", f.created},
+              {"command", f.command},
+              {"machine",
+               {{"cpu_model", m.cpu_model},
+                {"cores", m.cores},
+                {"threads", m.threads},
+                {"device", m.device},
+                {"ceilings_used",
+                 {{"peak_tflops", num(m.roofline.peak_tflops)},
+                  {"bf16_peak_tflops", num(m.roofline.bf16_peak_tflops)},
+                  {"bandwidth_gbps", num(m.roofline.bw_gbps)},
+                  {"source", m.roofline.source}}},
+                {"probe", probe::to_json(m.ceilings)},
+                {"libraries", m.libraries}}},
+              {"config", f.config.is_null() ? json::object() : f.config},
+              {"results", results}};
+  if (!m.checks.empty()) {
+    json checks = json::array();
+    for (const auto& c : m.checks)
+      checks.push_back({{"when", c.when},
+                        {"at", c.at},
+                        {"threads", c.threads},
+                        {"fma_gflops", num(c.fma_gflops)},
+                        {"bf16_gflops", num(c.bf16_gflops)},
+                        {"read_gbps", num(c.read_gbps)}});
+    out["machine"]["checks"] = checks;
+  }
+  return out;
 }
 
 ResultsFile results_from_json(const json& j, std::string_view origin) {
@@ -120,6 +132,18 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
       f.machine.ceilings = {};
     }
   }
+  if (auto cs = m.find("checks"); cs != m.end() && cs->is_array())
+    for (const auto& cj : *cs) {
+      if (!cj.is_object()) continue;
+      CeilingsCheck c;
+      c.when = get<std::string>(cj, "when", origin, "", false);
+      c.at = get<std::string>(cj, "at", origin, "", false);
+      c.threads = get<int>(cj, "threads", origin, 0, false);
+      c.fma_gflops = get<double>(cj, "fma_gflops", origin, 0, false);
+      c.bf16_gflops = get<double>(cj, "bf16_gflops", origin, 0, false);
+      c.read_gbps = get<double>(cj, "read_gbps", origin, 0, false);
+      f.machine.checks.push_back(c);
+    }
   if (auto l = m.find("libraries"); l != m.end() && l->is_object())
     for (auto it = l->begin(); it != l->end(); ++it)
       if (it->is_string()) f.machine.libraries[it.key()] = it->get<std::string>();

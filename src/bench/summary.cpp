@@ -162,4 +162,55 @@ std::string format_table(const std::vector<Result>& results,
   return out;
 }
 
+Roofline checked_roofline(const std::vector<CeilingsCheck>& checks) {
+  Roofline r;
+  for (const auto& c : checks) {
+    r.peak_tflops = std::max(r.peak_tflops, c.fma_gflops / 1e3);
+    r.bf16_peak_tflops = std::max(r.bf16_peak_tflops, c.bf16_gflops / 1e3);
+    r.bw_gbps = std::max(r.bw_gbps, c.read_gbps);
+  }
+  r.source = "ceilings measured during the run";
+  return r;
+}
+
+std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& results,
+                                                    const std::vector<CeilingsCheck>& checks) {
+  std::map<std::string, Aggregate> out;
+  if (checks.empty()) return out;
+  const Roofline roof = checked_roofline(checks);
+  std::map<std::string, std::vector<double>> effs;
+  for (const auto& r : results) {
+    const double attainable = roof.attainable_tflops(r.op.op);
+    if (r.status == "ok" && r.tflops > 0 && attainable > 0)
+      effs[r.backend].push_back(r.tflops / attainable);
+  }
+  for (auto& [b, v] : effs) out[b] = aggregate(std::move(v));
+  return out;
+}
+
+std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
+                          const std::vector<std::string>& order) {
+  if (m.checks.empty()) return "";
+  const Roofline& p = m.roofline;
+  const bool bf16 = p.bf16_peak_tflops > 0;
+  std::string out = fmt::format(
+      "\nThe machine while the ops ran ({} threads; the probe's figures, which the efficiencies "
+      "above use, in brackets):\n",
+      m.checks.front().threads);
+  for (const auto& c : m.checks) {
+    out += fmt::format("  {:<6}{:<22} fp32 FMA {:6.1f} GFLOP/s ({:.1f})", c.when, c.at,
+                       c.fma_gflops, p.peak_tflops * 1e3);
+    if (bf16)
+      out += fmt::format("  bf16 dot {:6.1f} ({:.1f})", c.bf16_gflops, p.bf16_peak_tflops * 1e3);
+    out += fmt::format("  read {:5.1f} GB/s ({:.1f})\n", c.read_gbps, p.bw_gbps);
+  }
+  const auto eff = checked_efficiency(results, m.checks);
+  out += "Efficiency against the highest of these ceilings, geometric mean over ops that ran:\n";
+  for (const auto& b : order) {
+    const auto it = eff.find(b);
+    if (it != eff.end()) out += fmt::format("  {:<10} {:.3f}\n", b, it->second.geomean);
+  }
+  return out;
+}
+
 }  // namespace attain

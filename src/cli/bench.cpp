@@ -5,14 +5,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 
 #include "attain/layer.hpp"
 #include "attain/moe.hpp"
+#include "attain/threadpool.hpp"
 #include "attain/tune.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
+#include "device/probe.hpp"
 
 namespace attain::cli {
 namespace {
@@ -32,8 +35,15 @@ struct Opts {
   int threads = 0, stages = 2;
   double max_seconds = 0.25;
   bool hot = false, json = false, no_progress = false, list = false, no_tune = false;
+  bool recheck = false, no_recheck = false;
   std::uint64_t seed = 42;
 };
+
+// Runs of this many ops or more measure the machine's ceilings again before the first op and
+// after the last (--recheck / --no-recheck decide for any run).
+constexpr std::size_t kRecheckMinOps = 8;
+// Shorter than the probe's trials: three of 50 ms per FMA loop, three reads of its array.
+const probe::ProbeConfig kCheckConfig{0, 0.05, 3, 0};
 
 // Auto schedules come from the tuning cache: the ops it lacks are tuned first (what
 // `attain tune` does), so a bench of attain:auto measures tuned schedules, not guesses.
@@ -175,6 +185,12 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_flag("--no-tune", o->no_tune,
                 "auto schedules: do not tune the ops the cache lacks (use the nearest tuned "
                 "shape or the cost model)");
+  sub->add_flag("--recheck", o->recheck,
+                fmt::format("measure the FMA peaks and the read bandwidth again before the first "
+                            "op and after the last (a second or two each; on by default from {} "
+                            "ops): a shared machine drifts from its cached probe",
+                            kRecheckMinOps));
+  sub->add_flag("--no-recheck", o->no_recheck, "do not measure the ceilings again");
   sub->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "print the results file (JSON) on stdout instead of the table");
   sub->add_option("--out", o->out, "write the results file (schema attain.results/1) here");
@@ -200,6 +216,7 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->schedule != "default" && o->schedule != "auto")
       throw InputError(fmt::format("--schedule {} (known: default, auto)", o->schedule));
     if (!(o->max_seconds > 0)) throw InputError("--max-seconds must be positive");
+    if (o->recheck && o->no_recheck) throw InputError("--recheck and --no-recheck contradict");
     if (!o->layer.empty() && (!o->src.suite.empty() || !o->src.ops.empty() ||
                               !o->src.shape.empty() || !o->src.model.empty()))
       throw InputError("--layer runs one layer: it takes no --suite, --model, --op or --shape");
@@ -256,7 +273,20 @@ const bool registered = add_command([](CLI::App& app) {
       rf.config["ranks"] = mpi->size();
     } else {
       tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
+      const bool recheck = !o->no_recheck && (o->recheck || ops.size() >= kRecheckMinOps);
+      auto check = [&](const char* when) {
+        if (!recheck) return;
+        if (!o->json) std::fprintf(stderr, "measuring the machine's ceilings again (%s)\n", when);
+        // No thread of a library competes with the check's: attain's pool rests, and the
+        // others' threads finish their spin-waits (OpenBLAS: ~0.1 s) first.
+        ThreadPool::instance().rest();
+        if (std::string_view(when) == "end")
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        rf.machine.checks.push_back(probe::check_ceilings(cfg.run.threads, when, kCheckConfig));
+      };
+      check("start");
       rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
+      check("end");
     }
     const Summary sum = summarize(rf.results, cfg.backends);
     if (!o->out.empty()) write_results(o->out, rf);
@@ -268,6 +298,7 @@ const bool registered = add_command([](CLI::App& app) {
     }
     fmt::print("{}", format_table(rf.results, cfg.backends));
     fmt::print("{}", format_summary(sum, cfg.backends));
+    fmt::print("{}", format_checks(rf.machine, rf.results, cfg.backends));
     for (const auto& [b, v] : rf.machine.libraries) fmt::print("  {:<10} = {}\n", b, v);
     for (const auto& r : rf.results)
       if (r.status == "wrong" || r.status == "error")

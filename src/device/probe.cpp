@@ -115,7 +115,8 @@ class Buffer {
 // threads are pinned to distinct CPUs and start together, so their rates add up. (With SMT
 // siblings on a busy machine the threads may not overlap and the sum can overstate the
 // all-thread peak: probe an idle machine.)
-double loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int threads, int trials) {
+double loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int threads,
+                   int trials) {
   const double flops = static_cast<double>(iters) * flops_per_iter;
   double best = 0;
   for (int t = 0; t < trials; ++t) {
@@ -154,6 +155,37 @@ double stream_gbps(const Kernels& k, const float* src, float* dst, std::size_t n
     best = std::max(best, bytes / s / 1e9);
   }
   return best;
+}
+
+// Iterations of the FMA loop that take about `seconds`, from short calibration runs.
+std::int64_t fma_iters(const Kernels& k, double seconds) {
+  std::int64_t iters = 1 << 14;
+  for (;;) {
+    const auto t0 = Clock::now();
+    g_sink = g_sink + k.fma(iters);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s >= seconds / 8 || iters >= (std::int64_t{1} << 40))
+      return std::max<std::int64_t>(1 << 10,
+                                    static_cast<std::int64_t>(iters * seconds / std::max(s, 1e-9)));
+    iters *= 4;
+  }
+}
+
+// The bandwidth array: floats for about `bytes`, a whole number of chunks per thread.
+std::size_t array_floats(std::int64_t bytes, int threads) {
+  const std::size_t chunk = 2 * 64 * sizeof(float) * static_cast<std::size_t>(threads);
+  const std::size_t n = static_cast<std::size_t>(bytes) / chunk * chunk / sizeof(float);
+  return std::max<std::size_t>(n, chunk / sizeof(float));
+}
+
+// Written by the threads first: untouched pages read as the shared zero page and would fake
+// bandwidth.
+void write_array(float* p, std::size_t n, int threads) {
+  const std::size_t per = n / static_cast<std::size_t>(threads);
+  run_parallel(threads, [&](int i) {
+    const std::size_t off = per * static_cast<std::size_t>(i);
+    for (std::size_t j = off; j < off + per; ++j) p[j] = static_cast<float>(j & 1023) * 1e-3f;
+  });
 }
 
 std::string utc_now() {
@@ -198,19 +230,7 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
                    std::chrono::duration<double>(Clock::now() - t_start).count(), s.c_str());
   };
 
-  // FMA: size one trial to cfg.fma_seconds from a short calibration run.
-  std::int64_t iters = 1 << 14;
-  for (;;) {
-    const auto t0 = Clock::now();
-    g_sink = g_sink + k.fma(iters);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s >= cfg.fma_seconds / 8 || iters >= (std::int64_t{1} << 40)) {
-      iters = std::max<std::int64_t>(
-          1 << 10, static_cast<std::int64_t>(iters * cfg.fma_seconds / std::max(s, 1e-9)));
-      break;
-    }
-    iters *= 4;
-  }
+  const std::int64_t iters = fma_iters(k, cfg.fma_seconds);
   // FMA trials are short (fma_seconds each): take twice as many as for bandwidth.
   const double fpi = fma_flops_per_iter(k);
   c.fma_gflops_1t = loop_gflops(k.fma, fpi, iters, 1, 2 * trials);
@@ -223,24 +243,20 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
     c.bf16_gflops_1t = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, 1, 2 * trials);
     say(fmt::format("bf16 dot peak (avx512_bf16), 1 thread: {:.1f} GFLOP/s", c.bf16_gflops_1t));
     c.bf16_gflops_all =
-        all > 1 ? loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, all, 2 * trials) : c.bf16_gflops_1t;
-    say(fmt::format("bf16 dot peak (avx512_bf16), {} threads: {:.1f} GFLOP/s", all, c.bf16_gflops_all));
+        all > 1 ? loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, all, 2 * trials)
+                : c.bf16_gflops_1t;
+    say(fmt::format("bf16 dot peak (avx512_bf16), {} threads: {:.1f} GFLOP/s", all,
+                    c.bf16_gflops_all));
   }
 #endif
 
   // Bandwidth: arrays far larger than the LLC, written first (untouched pages read as the
   // shared zero page and would fake bandwidth).
-  std::int64_t bytes = cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(caches);
-  const std::size_t chunk = 2 * 64 * sizeof(float) * static_cast<std::size_t>(all);
-  std::size_t n = static_cast<std::size_t>(bytes) / chunk * chunk / sizeof(float);
-  n = std::max<std::size_t>(n, chunk / sizeof(float));
+  const std::size_t n = array_floats(
+      cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(caches), all);
   Buffer buf(n * sizeof(float));
+  write_array(buf.p, n, all);
   c.bw_array_bytes = static_cast<std::int64_t>(n * sizeof(float));
-  const std::size_t per = n / static_cast<std::size_t>(all);
-  run_parallel(all, [&](int i) {
-    const std::size_t off = per * static_cast<std::size_t>(i);
-    for (std::size_t j = off; j < off + per; ++j) buf.p[j] = static_cast<float>(j & 1023) * 1e-3f;
-  });
   const double mib = static_cast<double>(c.bw_array_bytes) / static_cast<double>(kMiB);
   say(fmt::format("wrote {:.0f} MiB", mib));
   c.read_gbps_1t = stream_gbps(k, buf.p, nullptr, n, 1, trials);
@@ -257,6 +273,29 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
   say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), {} threads: {:.1f} GB/s",
                   mib / 2, mib / 2, all, c.copy_gbps_all));
   c.measured_at = utc_now();
+  return c;
+}
+
+CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& cfg) {
+  CeilingsCheck c;
+  c.when = std::move(when);
+  c.threads = std::max(1, threads);
+  const CpuFeatures isa = detect_cpu_features();
+  const Kernels k = best_kernels(isa);
+  const int trials = std::max(1, cfg.trials);
+  const std::int64_t iters = fma_iters(k, cfg.fma_seconds);
+  c.fma_gflops = loop_gflops(k.fma, fma_flops_per_iter(k), iters, c.threads, trials);
+#if defined(__x86_64__)
+  if (isa.avx512_bf16)
+    c.bf16_gflops = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, c.threads, trials);
+#endif
+  const std::size_t n = array_floats(
+      cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(cache_sizes()),
+      c.threads);
+  Buffer buf(n * sizeof(float));
+  write_array(buf.p, n, c.threads);
+  c.read_gbps = stream_gbps(k, buf.p, nullptr, n, c.threads, trials);
+  c.at = utc_now();
   return c;
 }
 

@@ -33,6 +33,11 @@ std::int64_t default_bw_array_bytes(const CacheSizes& c);
 // Measures every ceiling now (no cache); prints each step to stderr when `progress`.
 HostCeilings measure_host(const ProbeConfig& cfg, bool progress);
 
+// The ceilings a benchmark run reaches with its own thread count, measured now: the fp32 FMA
+// and bf16 dot peaks and the streaming read (the probe's loops and array; a second or two).
+// `when` names the moment ("start", "end").
+CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& cfg);
+
 // $XDG_CACHE_HOME/attain/probe.json, else ~/.cache/attain/probe.json; empty when neither
 // variable is set.
 std::filesystem::path cache_path();

@@ -71,8 +71,13 @@ std::string machine_line(const ResultsFile& f) {
 std::string ceilings_line(const ResultsFile& f) {
   const Roofline& r = f.machine.roofline;
   if (!(r.peak_tflops > 0)) return "no ceilings recorded";
-  return fmt::format("compute {}, memory {:.1f} GB/s ({})", throughput(r.peak_tflops), r.bw_gbps,
-                     r.source);
+  std::string s = fmt::format("compute {}, memory {:.1f} GB/s ({})", throughput(r.peak_tflops),
+                              r.bw_gbps, r.source);
+  // The ceilings measured again while the ops ran (attain bench --recheck).
+  for (const auto& c : f.machine.checks)
+    s += fmt::format("; at the {} of the run: compute {}, memory {:.1f} GB/s", c.when,
+                     throughput(c.fma_gflops / 1e3), c.read_gbps);
+  return s;
 }
 
 // Ops grouped by model and phase, per series.

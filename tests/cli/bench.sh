@@ -5,6 +5,19 @@ source "$(dirname "$0")/lib.sh"
 "$ATTAIN" bench --op gemm:m=3,n=40,k=70,dtype=fp32 --backend reference,openblas --max-seconds 0.01 --out "$TMP/r.json" > "$TMP/table"
 grep -q "gemm:m=3,n=40,k=70,dtype=fp32" "$TMP/table" || fail "table lacks the op"
 grep -q "Speed ratio" "$TMP/table" || fail "table lacks the speed ratio"
+grep -q "while the ops ran" "$TMP/table" && fail "a run of one op checks the ceilings only with --recheck"
+# --recheck: the ceilings measured before the first op and after the last, in the table and the file.
+"$ATTAIN" bench --op gemm:m=3,n=40,k=70,dtype=fp32 --backend reference --max-seconds 0.01 --threads 1 \
+  --recheck --out "$TMP/rc.json" > "$TMP/rc.table" 2>/dev/null
+grep -q "Efficiency against the highest of these ceilings" "$TMP/rc.table" || fail "--recheck table"
+python3 - "$TMP/rc.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["machine"]["checks"]
+assert [x["when"] for x in c] == ["start", "end"], c
+for x in c:
+    assert x["threads"] == 1 and x["fma_gflops"] > 0 and x["read_gbps"] > 0 and x["at"], x
+PY
+expect_error 2 "contradict" -- "$ATTAIN" bench --shape 2x2x2 --recheck --no-recheck
 python3 - "$TMP/r.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
