@@ -620,7 +620,8 @@ TEST(Gemm, Bf16PairsDecode) {
   EXPECT_FALSE(detail::decodes_bf16_pairs(q, f));
   q.b_type = DType::bf16;
   EXPECT_FALSE(detail::decodes_bf16_pairs(q, detail::family(Isa::avx2)));
-  decode_grid(DType::bf16, {1, 2, 3, 4, 5, 6, 7, 17, 64}, {1, 31, 33, 63, 64, 100, 1000, 2048}, 3);
+  decode_grid(DType::bf16, {1, 2, 3, 4, 5, 6, 7, 8, 17, 64},
+              {1, 31, 33, 63, 64, 100, 768, 1000, 2048}, 3);
   // NaN or Inf in A or W: that row's / column's outputs are NaN (Inf * 1 summed with the rest,
   // Inf * 0 where the partner is 0: NaN either way with these values), the others exact.
   const std::uint16_t one = f32_to_bf16(1.0f), zero = f32_to_bf16(0.0f);

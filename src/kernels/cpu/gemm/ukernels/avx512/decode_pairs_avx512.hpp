@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
@@ -76,10 +77,21 @@ struct Carry {
   bool load = false, save = false;
 };
 
-// Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K.
-template <class Source, int MB, int NB>
+// A block's share of a group of W rows further on (pairs_decode_spread): lines [first, last)
+// of that group, numbered across its four rows (line l: row l % 4, bytes 64 (l / 4) on),
+// per_step of them with each step of 64 values of K.
+struct GroupPrefetch {
+  const std::uint8_t* row[kDecodeRows] = {};
+  std::int64_t first = 0, last = 0;
+  int per_step = 0;
+};
+
+// Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
+// `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of
+// gp in every step slowed the one-row blocks by 1.15-1.2x.)
+template <class Source, int MB, int NB, bool kSpread = false>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
-                 std::int64_t ahead, const Carry& carry = {}) {
+                 std::int64_t ahead, const Carry& carry = {}, const GroupPrefetch* gp = nullptr) {
   constexpr std::int64_t es = Source::kBytes;
   const auto* base = static_cast<const std::uint8_t*>(g.w);
   const std::uint8_t* w[NB];
@@ -92,11 +104,16 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
     next[j] = j0 + NB + j < g.n1 ? w[j] + NB * g.ldw * es - row_bytes : w[j];
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
+  std::int64_t line = kSpread ? gp->first : 0;
   // Sums of K values [b0, b1) (multiples of 64) into part.
   auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB])
       __attribute__((always_inline)) {
 #pragma GCC unroll 1
     for (std::int64_t p = b0; p < b1; p += 64) {
+      if constexpr (kSpread)
+        for (int n = 0; n < gp->per_step && line < gp->last; ++n, ++line)
+          _mm_prefetch(reinterpret_cast<const char*>(gp->row[line & 3] + (line >> 2) * 64),
+                       _MM_HINT_T0);
       if (ahead > 0)  // every line of the 64 values `ahead` bytes further on
         for (std::int64_t q = p * es + ahead; q < (p + 64) * es + ahead; q += 64)
           for (int j = 0; j < NB; ++j)
@@ -226,26 +243,70 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   }
 }
 
+// The blocks of rows of A, in order: R rows at a time, then (R >= 4) two, then one. Calls
+// block(std::integral_constant<int, rows>, first row, block index) for each; returns the count.
+template <int R, class Block>
+inline __attribute__((always_inline)) std::int64_t for_row_blocks(std::int64_t m, Block&& block) {
+  std::int64_t i0 = 0, b = 0;
+  for (; i0 + R <= m; i0 += R) block(std::integral_constant<int, R>{}, i0, b++);
+  if constexpr (R >= 4)
+    if (i0 + 2 <= m) {
+      block(std::integral_constant<int, 2>{}, i0, b++);
+      i0 += 2;
+    }
+  if (i0 < m) block(std::integral_constant<int, 1>{}, i0, b++);
+  return b;
+}
+
 // carry.sums (when set) is the first W row's column of the carried sums, rows of A at stride
 // kDecodeRows.
 template <class Source, int NB>
 void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, std::int64_t ahead,
                      const Carry& carry = {}) {
-  constexpr int R = Source::kRows;
-  auto at = [&](std::int64_t i0) {
+  for_row_blocks<Source::kRows>(g.m, [&](auto rows, std::int64_t i0, std::int64_t) {
     Carry c = carry;
     if (c.sums != nullptr) c.sums += i0 * kDecodeRows;
-    return c;
-  };
-  std::int64_t i0 = 0;
-  for (; i0 + R <= g.m; i0 += R)
-    pairs_block<Source, R, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
-  if constexpr (R >= 4)
-    if (i0 + 2 <= g.m) {
-      pairs_block<Source, 2, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
-      i0 += 2;
-    }
-  if (i0 < g.m) pairs_block<Source, 1, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, at(i0));
+    pairs_block<Source, decltype(rows)::value, NB>(g, src, i0, j0, i0 == 0 ? ahead : 0, c);
+  });
+}
+
+// Unscaled sources (bf16) with more than one block of rows of A and W rows of 1-3 KiB: the
+// group of four W rows `groups_ahead` groups on is prefetched by every block of rows of A, each
+// a share of its lines, so that memory streams while each block computes. With the prefetch in
+// the first block only (the others read the group from L1), the weight stream stopped while they
+// ran: 5-8 rows of A, K = 512-1536, 2 threads, `attain bench` 1.16-1.63x faster (Qwen3-30B's
+// 128 experts at 8 rows, K = 768: 15.4 -> 9.5 ms; docs/gemm.md, thirteenth session). Shorter
+// rows (attention's K = 128-256: 0.93-0.97x in one process) and longer ones (K = 2048: level;
+// 4096: 0.88x) keep the first block's prefetch along the rows.
+inline bool spreads_prefetch(std::int64_t m, std::int64_t row_bytes, int block_rows) {
+  return m > block_rows && row_bytes >= 1024 && row_bytes <= 3072;
+}
+
+template <class Source>
+void pairs_decode_spread(const DecodeArgs& g, const Source& src, std::int64_t groups_ahead) {
+  constexpr std::int64_t es = Source::kBytes;
+  const auto* base = static_cast<const std::uint8_t*>(g.w);
+  const std::int64_t blocks = for_row_blocks<Source::kRows>(g.m, [](auto, auto, auto) {});
+  const std::int64_t row_bytes = g.k * es;
+  const std::int64_t lines = kDecodeRows * ((row_bytes + 63) / 64);  // of a group
+  const std::int64_t steps = (g.k + 63) / 64;                        // of a block
+  std::int64_t j0 = g.n0;
+  for (; j0 + kDecodeRows <= g.n1; j0 += kDecodeRows) {
+    GroupPrefetch gp;
+    const std::int64_t t0 = j0 + groups_ahead * kDecodeRows;  // past the last rows: none
+    const std::int64_t rows = std::clamp<std::int64_t>(g.n1 - t0, 0, kDecodeRows);
+    for (int j = 0; j < kDecodeRows; ++j)
+      gp.row[j] = base + (rows > 0 ? t0 + std::min<std::int64_t>(j, rows - 1) : j0) * g.ldw * es;
+    const std::int64_t total = rows > 0 ? lines : 0;
+    for_row_blocks<Source::kRows>(g.m, [&](auto mb, std::int64_t i0, std::int64_t b) {
+      gp.first = total * b / blocks;
+      gp.last = total * (b + 1) / blocks;
+      gp.per_step = static_cast<int>((gp.last - gp.first + steps - 1) / steps);
+      pairs_block<Source, decltype(mb)::value, kDecodeRows, true>(g, src, i0, j0, 0, {}, &gp);
+    });
+  }
+  const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
+  for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
 }
 
 // W rows already converted to bf16 pairs (pairs_decode_converted's buffer): plain loads, each
@@ -333,6 +394,11 @@ void pairs_decode(const DecodeArgs& g, const Source& src) {
   if constexpr (Source::kConvertOnce)
     if (g.m >= kPairsConvertMinM && g.scratch != nullptr)
       return pairs_decode_converted(g, src, ahead);
+  // --stages: 6 KiB of each W row per stage beyond the first (K = 768: four groups on).
+  const std::int64_t row_bytes = g.k * Source::kBytes;
+  if constexpr (!Source::kScaled)
+    if (g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows))
+      return pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
   std::int64_t j0 = g.n0;
   for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
   for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
