@@ -114,6 +114,8 @@ Roofline checked_roofline(const std::vector<CeilingsCheck>& checks);
 // backend -> geomean efficiency of its ops that ran against checked_roofline(checks).
 std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& results,
                                                     const std::vector<CeilingsCheck>& checks);
+// The checks beside the probe's figures (p: the roofline the efficiencies use), one line each.
+std::string format_check_lines(const std::vector<CeilingsCheck>& checks, const Roofline& p);
 // The checks beside the probe's figures, and each backend's efficiency against them ("" when
 // there are no checks).
 std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,

@@ -188,22 +188,27 @@ std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& r
   return out;
 }
 
-std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
-                          const std::vector<std::string>& order) {
-  if (m.checks.empty()) return "";
-  const Roofline& p = m.roofline;
+std::string format_check_lines(const std::vector<CeilingsCheck>& checks, const Roofline& p) {
+  if (checks.empty()) return "";
   const bool bf16 = p.bf16_peak_tflops > 0;
   std::string out = fmt::format(
-      "\nThe machine while the ops ran ({} threads; the probe's figures, which the efficiencies "
-      "above use, in brackets):\n",
-      m.checks.front().threads);
-  for (const auto& c : m.checks) {
+      "\nThe machine while the ops ran ({} threads; in brackets the probe's figures, which "
+      "those above are computed against):\n",
+      checks.front().threads);
+  for (const auto& c : checks) {
     out += fmt::format("  {:<6}{:<22} fp32 FMA {:6.1f} GFLOP/s ({:.1f})", c.when, c.at,
                        c.fma_gflops, p.peak_tflops * 1e3);
     if (bf16)
       out += fmt::format("  bf16 dot {:6.1f} ({:.1f})", c.bf16_gflops, p.bf16_peak_tflops * 1e3);
     out += fmt::format("  read {:5.1f} GB/s ({:.1f})\n", c.read_gbps, p.bw_gbps);
   }
+  return out;
+}
+
+std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
+                          const std::vector<std::string>& order) {
+  if (m.checks.empty()) return "";
+  std::string out = format_check_lines(m.checks, m.roofline);
   const auto eff = checked_efficiency(results, m.checks);
   out += "Efficiency against the highest of these ceilings, geometric mean over ops that ran:\n";
   for (const auto& b : order) {

@@ -45,6 +45,18 @@ constexpr std::size_t kRecheckMinOps = 8;
 // Shorter than the probe's trials: three of 50 ms per FMA loop, three reads of its array.
 const probe::ProbeConfig kCheckConfig{0, 0.05, 3, 0};
 
+// Measures the ceilings again into `checks` when the run does (`ops`: its op count).
+void recheck(const Opts& o, std::size_t ops, int threads, const char* when,
+             std::vector<CeilingsCheck>& checks) {
+  if (o.no_recheck || !(o.recheck || ops >= kRecheckMinOps)) return;
+  if (!o.json) std::fprintf(stderr, "measuring the machine's ceilings again (%s)\n", when);
+  // No thread of a library competes with the check's: attain's pool rests, and the others'
+  // threads finish their spin-waits (OpenBLAS: ~0.1 s) first.
+  ThreadPool::instance().rest();
+  if (std::string_view(when) == "end") std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  checks.push_back(probe::check_ceilings(threads, when, kCheckConfig));
+}
+
 // Auto schedules come from the tuning cache: the ops it lacks are tuned first (what
 // `attain tune` does), so a bench of attain:auto measures tuned schedules, not guesses.
 void tune_for_auto(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
@@ -108,7 +120,17 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
       fmt::print("  stage {}  {:<16} {}\n", l.stage, l.role, l.op.op.spec());
   }
   tune_for_auto(ops, cfg, host, o.no_tune, !o.json);
+  std::vector<CeilingsCheck> checks;
+  recheck(o, ops.size(), cfg.run.threads, "start", checks);
   const std::vector<LayerResult> rs = run_layer(lops, cfg);
+  recheck(o, ops.size(), cfg.run.threads, "end", checks);
+  // The floor again against the ceilings measured during the run (0: none measured).
+  double checked_floor_s = 0;
+  if (!checks.empty()) {
+    const Roofline now = checked_roofline(checks);
+    for (const auto& l : lops)
+      checked_floor_s += l.op.op.flops() / (now.attainable_tflops(l.op.op) * 1e12);
+  }
   nlohmann::json j = {{"schema", "attain.layer/1"},
                       {"layer", o.layer},
                       {"model", model.name},
@@ -122,10 +144,18 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
                       {"flops", flops},
                       {"bytes", bytes},
                       {"roofline_floor_s", floor_s},
+                      {"checks", nlohmann::json::array()},
                       {"ops", nlohmann::json::array()},
                       {"results", nlohmann::json::array()}};
   for (const auto& l : lops)
     j["ops"].push_back({{"spec", l.op.op.spec()}, {"role", l.role}, {"stage", l.stage}});
+  for (const auto& c : checks)
+    j["checks"].push_back({{"when", c.when},
+                           {"at", c.at},
+                           {"fma_gflops", c.fma_gflops},
+                           {"bf16_gflops", c.bf16_gflops},
+                           {"read_gbps", c.read_gbps}});
+  if (!checks.empty()) j["checked_roofline_floor_s"] = checked_floor_s;
   const LayerResult* base = nullptr;
   for (const auto& r : rs)
     if (r.status == "ok" && base == nullptr) base = &r;
@@ -139,6 +169,7 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
       e["reps"] = r.reps;
       e["steps"] = r.regions;
       e["roofline_fraction"] = floor_s / r.median_s;
+      if (!checks.empty()) e["checked_roofline_fraction"] = checked_floor_s / r.median_s;
       if (base != nullptr) e["speedup_vs_" + base->backend] = base->median_s / r.median_s;
     }
     j["results"].push_back(e);
@@ -157,6 +188,16 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
     fmt::print("{:<14} {:>8.3f} ms {:>6.3f} ms {:>6} {:>8.0f}% {:>9.2f}x\n", r.backend,
                r.median_s * 1e3, r.iqr_s * 1e3, r.regions, 100 * floor_s / r.median_s,
                base->median_s / r.median_s);
+  }
+  if (!checks.empty()) {
+    fmt::print("{}", format_check_lines(checks, roof));
+    fmt::print(
+        "Roofline floor against the highest of these ceilings: {:.3f} ms (the probe's: {:.3f} ms)",
+        checked_floor_s * 1e3, floor_s * 1e3);
+    for (const auto& r : rs)
+      if (r.status == "ok")
+        fmt::print("; {} {:.0f}%", r.backend, 100 * checked_floor_s / r.median_s);
+    fmt::print("\n");
   }
   return bad > 0 ? 1 : 0;
 }
@@ -273,20 +314,9 @@ const bool registered = add_command([](CLI::App& app) {
       rf.config["ranks"] = mpi->size();
     } else {
       tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
-      const bool recheck = !o->no_recheck && (o->recheck || ops.size() >= kRecheckMinOps);
-      auto check = [&](const char* when) {
-        if (!recheck) return;
-        if (!o->json) std::fprintf(stderr, "measuring the machine's ceilings again (%s)\n", when);
-        // No thread of a library competes with the check's: attain's pool rests, and the
-        // others' threads finish their spin-waits (OpenBLAS: ~0.1 s) first.
-        ThreadPool::instance().rest();
-        if (std::string_view(when) == "end")
-          std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        rf.machine.checks.push_back(probe::check_ceilings(cfg.run.threads, when, kCheckConfig));
-      };
-      check("start");
+      recheck(*o, ops.size(), cfg.run.threads, "start", rf.machine.checks);
       rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
-      check("end");
+      recheck(*o, ops.size(), cfg.run.threads, "end", rf.machine.checks);
     }
     const Summary sum = summarize(rf.results, cfg.backends);
     if (!o->out.empty()) write_results(o->out, rf);

@@ -75,5 +75,9 @@ assert r["attain"]["status"] == "ok" and r["attain:auto"]["status"] == "ok", r
 assert r["attain"]["verified"] and r["attain:auto"]["verified"]
 assert r["attain:auto"]["steps"] < r["attain"]["steps"], r
 assert r["attain:auto"]["speedup_vs_attain"] > 0
+# Ten ops: the ceilings are measured again before and after, and the floor recomputed from them.
+assert [c["when"] for c in d["checks"]] == ["start", "end"], d["checks"]
+assert d["checked_roofline_floor_s"] > 0 and r["attain"]["checked_roofline_fraction"] > 0
 PY
+grep -q "Roofline floor against the highest of these ceilings" "$TMP/l" || fail "layer checks: $(cat "$TMP/l")"
 echo ok
