@@ -66,6 +66,15 @@ json to_json(const Result& r) {
   return j;
 }
 
+json to_json(const CeilingsCheck& c) {
+  return {{"when", c.when},
+          {"at", c.at},
+          {"threads", c.threads},
+          {"fma_gflops", num(c.fma_gflops)},
+          {"bf16_gflops", num(c.bf16_gflops)},
+          {"read_gbps", num(c.read_gbps)}};
+}
+
 json to_json(const ResultsFile& f) {
   const auto& m = f.machine;
   json results = json::array();
@@ -90,13 +99,7 @@ json to_json(const ResultsFile& f) {
               {"results", results}};
   if (!m.checks.empty()) {
     json checks = json::array();
-    for (const auto& c : m.checks)
-      checks.push_back({{"when", c.when},
-                        {"at", c.at},
-                        {"threads", c.threads},
-                        {"fma_gflops", num(c.fma_gflops)},
-                        {"bf16_gflops", num(c.bf16_gflops)},
-                        {"read_gbps", num(c.read_gbps)}});
+    for (const auto& c : m.checks) checks.push_back(to_json(c));
     out["machine"]["checks"] = checks;
   }
   return out;

@@ -95,13 +95,19 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
   const ModelConfig model = load_bundled_model(spec.model);
   const std::vector<LayerOp> lops = layer_ops(model, spec.pass);
   std::vector<CatalogOp> ops;
-  double flops = 0, bytes = 0, floor_s = 0;
+  double flops = 0, bytes = 0;
   for (const auto& l : lops) {
     ops.push_back(l.op);
     flops += l.op.op.flops();
     bytes += l.op.op.bytes();
-    floor_s += l.op.op.flops() / (roof.attainable_tflops(l.op.op) * 1e12);
   }
+  // The layer's time with every op at its roofline r.
+  auto floor_at = [&](const Roofline& r) {
+    double s = 0;
+    for (const auto& l : lops) s += l.op.op.flops() / (r.attainable_tflops(l.op.op) * 1e12);
+    return s;
+  };
+  const double floor_s = floor_at(roof);
   const int stages = lops.empty() ? 0
                                   : static_cast<int>(std::set<int>([&] {
                                                        std::set<int> s;
@@ -125,12 +131,7 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
   const std::vector<LayerResult> rs = run_layer(lops, cfg);
   recheck(o, ops.size(), cfg.run.threads, "end", checks);
   // The floor again against the ceilings measured during the run (0: none measured).
-  double checked_floor_s = 0;
-  if (!checks.empty()) {
-    const Roofline now = checked_roofline(checks);
-    for (const auto& l : lops)
-      checked_floor_s += l.op.op.flops() / (now.attainable_tflops(l.op.op) * 1e12);
-  }
+  const double checked_floor_s = checks.empty() ? 0 : floor_at(checked_roofline(checks));
   nlohmann::json j = {{"schema", "attain.layer/1"},
                       {"layer", o.layer},
                       {"model", model.name},
@@ -149,12 +150,7 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
                       {"results", nlohmann::json::array()}};
   for (const auto& l : lops)
     j["ops"].push_back({{"spec", l.op.op.spec()}, {"role", l.role}, {"stage", l.stage}});
-  for (const auto& c : checks)
-    j["checks"].push_back({{"when", c.when},
-                           {"at", c.at},
-                           {"fma_gflops", c.fma_gflops},
-                           {"bf16_gflops", c.bf16_gflops},
-                           {"read_gbps", c.read_gbps}});
+  for (const auto& c : checks) j["checks"].push_back(to_json(c));
   if (!checks.empty()) j["checked_roofline_floor_s"] = checked_floor_s;
   const LayerResult* base = nullptr;
   for (const auto& r : rs)
