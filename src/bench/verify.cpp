@@ -138,8 +138,8 @@ GemmView gemm_view(const TensorSet& set) {
 // the data are the same as from one pass, whatever the thread count.
 template <class Body>
 void parallel_units(std::int64_t n, std::int64_t grain, Body&& body) {
-  const std::int64_t chunks =
-      std::min<std::int64_t>(ceil_div(n, std::max<std::int64_t>(grain, 1)), 4096);
+  const std::int64_t g = std::max<std::int64_t>(grain, 1);  // any grain, up to INT64_MAX
+  const std::int64_t chunks = std::min<std::int64_t>(n / g + (n % g != 0), 4096);
   if (chunks <= 1) return body(std::int64_t{0}, n);
   ThreadPool::instance().run_tasks(probe::available_cpus(), chunks, [&](std::int64_t c) {
     body(n * c / chunks, n * (c + 1) / chunks);
