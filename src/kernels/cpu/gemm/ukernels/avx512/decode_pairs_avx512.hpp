@@ -282,8 +282,10 @@ inline bool spreads_prefetch(std::int64_t m, std::int64_t row_bytes, int block_r
   return m > block_rows && row_bytes >= 1024 && row_bytes <= 3072;
 }
 
+// The full groups of four W rows from g.n0; returns the first row it left (pairs_decode's tail).
 template <class Source>
-void pairs_decode_spread(const DecodeArgs& g, const Source& src, std::int64_t groups_ahead) {
+std::int64_t pairs_decode_spread(const DecodeArgs& g, const Source& src,
+                                 std::int64_t groups_ahead) {
   constexpr std::int64_t es = Source::kBytes;
   const auto* base = static_cast<const std::uint8_t*>(g.w);
   const std::int64_t blocks = for_row_blocks<Source::kRows>(g.m, [](auto, auto, auto) {});
@@ -305,8 +307,7 @@ void pairs_decode_spread(const DecodeArgs& g, const Source& src, std::int64_t gr
       pairs_block<Source, decltype(mb)::value, kDecodeRows, true>(g, src, i0, j0, 0, {}, &gp);
     });
   }
-  const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
-  for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
+  return j0;
 }
 
 // W rows already converted to bf16 pairs (pairs_decode_converted's buffer): plain loads, each
@@ -394,13 +395,16 @@ void pairs_decode(const DecodeArgs& g, const Source& src) {
   if constexpr (Source::kConvertOnce)
     if (g.m >= kPairsConvertMinM && g.scratch != nullptr)
       return pairs_decode_converted(g, src, ahead);
+  std::int64_t j0 = g.n0;
   // --stages: 6 KiB of each W row per stage beyond the first (K = 768: four groups on).
   const std::int64_t row_bytes = g.k * Source::kBytes;
+  bool spread = false;
   if constexpr (!Source::kScaled)
-    if (g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows))
-      return pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
-  std::int64_t j0 = g.n0;
-  for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
+    spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
+  if (spread)
+    j0 = pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
+  else
+    for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
   for (; j0 < g.n1; ++j0) pairs_rows_of_a<Source, 1>(g, src, j0, ahead);
 }
 
