@@ -264,6 +264,47 @@ struct SleepKernel : Kernel {
 };
 }  // namespace
 
+namespace {
+// Sleeps `us` and appends its id to a shared log of runs.
+struct LoggedKernel : Kernel {
+  LoggedKernel(int id_, int us_, std::vector<int>* log_) : id(id_), us(us_), log(log_) {}
+  int id, us;
+  std::vector<int>* log;
+  void run() override {
+    log->push_back(id);
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  }
+};
+}  // namespace
+
+TEST(Timing, InterleavedGroupsRunInTurnAndKeepTheirOwnTimes) {
+  std::vector<int> log;
+  LoggedKernel a0(0, 200, &log), a1(0, 200, &log), b0(1, 600, &log), b1(1, 600, &log);
+  const std::vector<std::vector<Kernel*>> groups = {{&a0, &a1}, {&b0, &b1}};
+  TimingConfig cfg;
+  cfg.max_seconds = 0.02;
+  cfg.noise_target = 0;  // every group runs its whole budget
+  cfg.llc_bytes = 1 << 20;
+  const std::vector<Timing> t = time_interleaved(groups, 4 << 20, cfg);
+  ASSERT_EQ(t.size(), 2u);
+  for (const Timing& x : t) EXPECT_GE(x.reps, cfg.min_reps);
+  EXPECT_GE(t[0].median_s, 150e-6);
+  EXPECT_GE(t[1].median_s, 1.5 * t[0].median_s);  // 600 vs 200 us asleep (and oversleeping)
+  // Warm-up: every set of each group in order; then rounds A B, B A, A B, ... while both run.
+  ASSERT_GE(log.size(), 4u + 2 * static_cast<std::size_t>(cfg.min_reps));
+  EXPECT_EQ(std::vector<int>(log.begin(), log.begin() + 4), (std::vector<int>{0, 0, 1, 1}));
+  const std::vector<int> rounds(log.begin() + 4, log.begin() + 4 + 2 * cfg.min_reps);
+  for (int r = 0; r < cfg.min_reps; ++r) {
+    const int first = r % 2 == 0 ? 0 : 1;
+    EXPECT_EQ(rounds[static_cast<std::size_t>(2 * r)], first) << "round " << r;
+    EXPECT_EQ(rounds[static_cast<std::size_t>(2 * r + 1)], 1 - first) << "round " << r;
+  }
+  // The slower group reached its budget in fewer runs; both stop by their own rules.
+  EXPECT_GT(t[0].reps, t[1].reps);
+  EXPECT_THROW(time_interleaved(std::vector<std::vector<Kernel*>>{{}}, 1, cfg),
+               std::invalid_argument);
+}
+
 TEST(Timing, RotatesWarmsUpAndReportsTheMedian) {
   SleepKernel a, b;
   std::vector<Kernel*> ks = {&a, &b};

@@ -53,6 +53,10 @@ class Backend {
   virtual Support supports(const Op& op) const = 0;
   // Applies the thread count etc. that the next prepare()d kernels run with.
   virtual std::unique_ptr<Kernel> prepare(TensorSet& set, const RunOptions& opt) = 0;
+  // Backends that name the same non-empty group run on one pool of threads in this process
+  // and leave no threads spinning that would slow each other: attain bench times them in turn,
+  // run by run (time_interleaved). Others are timed one after another, each alone.
+  virtual std::string_view interleave_group() const { return {}; }
   // "NAME:VARIANT" backends (attain:auto): false with *why when there is no such variant.
   virtual bool set_variant(std::string_view variant, std::string* why) {
     *why = "this backend has no variants";

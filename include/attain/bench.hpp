@@ -35,6 +35,13 @@ struct Timing {
 Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
                     const TimingConfig& cfg);
 
+// Times several backends' kernels (one group each, every group bound to the same op's input
+// sets) in turn, one timed run of each group per round, the order reversed every round: a
+// machine whose speed drifts over seconds shifts every group alike, so their ratio holds. Each
+// group stops by time_kernels' rules on its own runs; a flush (when needed) precedes every run.
+std::vector<Timing> time_interleaved(std::span<const std::vector<Kernel*>> groups,
+                                     std::size_t bytes_per_set, const TimingConfig& cfg);
+
 // The LLC size cold-cache timing works with: the probe's L3, kept within 8..64 MiB (virtual
 // machines can report the whole socket's L3 to a guest that owns a slice of it).
 std::int64_t timing_llc_bytes(const HostCeilings& host);

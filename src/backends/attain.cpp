@@ -27,6 +27,7 @@ class AttainKernel final : public Kernel {
 class AttainBackend final : public Backend {
  public:
   std::string_view name() const override { return name_; }
+  std::string_view interleave_group() const override { return "attain"; }
   bool set_variant(std::string_view v, std::string* why) override {
     if (v != "default" && v != "auto") {
       *why = "attain variants: default, auto (the schedule)";

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -110,13 +111,15 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
       sets.push_back(std::make_unique<TensorSet>(cop.op));
       fill_inputs(*sets.back(), cfg.seed + static_cast<std::uint64_t>(i));
     }
-    for (std::size_t ri : runnable) {
-      Result& r = out[ri];
-      Backend& be = *std::find_if(backends.begin(), backends.end(), [&](auto& p) {
-                       return p.first == r.backend;
-                     })->second;
+    auto backend_of = [&](std::size_t ri) -> Backend& {
+      return *std::find_if(backends.begin(), backends.end(), [&](auto& p) {
+                return p.first == out[ri].backend;
+              })->second;
+    };
+    // One kernel per input set, the first run and verified (empty: r says why not).
+    auto prepare_verified = [&](Result& r, Backend& be) {
+      std::vector<std::unique_ptr<Kernel>> kernels;
       try {
-        std::vector<std::unique_ptr<Kernel>> kernels;
         poison_outputs(*sets[0]);
         kernels.push_back(be.prepare(*sets[0], run_opt));
         kernels[0]->run();
@@ -124,20 +127,51 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
         r.verified = v.ok, r.error = v.error;
         if (!v.ok) {
           r.status = "wrong", r.reason = v.detail;
-          continue;
+          kernels.clear();
+          return kernels;
         }
         for (int i = 1; i < nsets; ++i)
           kernels.push_back(be.prepare(*sets[static_cast<std::size_t>(i)], run_opt));
-        std::vector<Kernel*> raw;
-        for (auto& k : kernels) raw.push_back(k.get());
-        const Timing t = time_kernels(raw, set_bytes, cfg.timing);
-        ThreadPool::instance().rest();  // the next backend gets the cores to itself
-        r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
-        r.tflops = r.flops / t.median_s / 1e12;
-        r.gbps = r.bytes / t.median_s / 1e9;
-        r.efficiency = r.attainable_tflops > 0 ? r.tflops / r.attainable_tflops : 0;
       } catch (const std::exception& e) {
         r.status = "error", r.reason = e.what();
+        kernels.clear();
+      }
+      return kernels;
+    };
+    // Consecutive backends of one interleave group (attain, attain:auto) are timed together,
+    // run by run; the others one by one.
+    for (std::size_t gi = 0; gi < runnable.size();) {
+      const std::string_view group = backend_of(runnable[gi]).interleave_group();
+      std::size_t ge = gi + 1;
+      while (!group.empty() && ge < runnable.size() &&
+             backend_of(runnable[ge]).interleave_group() == group)
+        ++ge;
+      std::vector<std::vector<std::unique_ptr<Kernel>>> owned;
+      std::vector<std::vector<Kernel*>> raw;
+      std::vector<std::size_t> timed;  // indices into out
+      for (std::size_t k = gi; k < ge; ++k) {
+        auto kernels = prepare_verified(out[runnable[k]], backend_of(runnable[k]));
+        if (kernels.empty()) continue;
+        raw.emplace_back();
+        for (auto& kn : kernels) raw.back().push_back(kn.get());
+        owned.push_back(std::move(kernels));
+        timed.push_back(runnable[k]);
+      }
+      gi = ge;
+      if (raw.empty()) continue;
+      try {
+        const std::vector<Timing> ts = time_interleaved(raw, set_bytes, cfg.timing);
+        ThreadPool::instance().rest();  // the next backend gets the cores to itself
+        for (std::size_t j = 0; j < timed.size(); ++j) {
+          Result& r = out[timed[j]];
+          const Timing& t = ts[j];
+          r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
+          r.tflops = r.flops / t.median_s / 1e12;
+          r.gbps = r.bytes / t.median_s / 1e9;
+          r.efficiency = r.attainable_tflops > 0 ? r.tflops / r.attainable_tflops : 0;
+        }
+      } catch (const std::exception& e) {
+        for (std::size_t ri : timed) out[ri].status = "error", out[ri].reason = e.what();
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "attain/bench.hpp"
@@ -50,9 +51,8 @@ LlcFlusher& shared_flusher(std::int64_t llc_bytes) {
   static std::mutex mu;
   static std::unique_ptr<LlcFlusher> f;
   std::lock_guard<std::mutex> lock(mu);
-  const std::size_t want =
-      static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) * 2 /
-      sizeof(std::uint64_t);
+  const std::size_t want = static_cast<std::size_t>(std::max<std::int64_t>(llc_bytes, 1 << 20)) *
+                           2 / sizeof(std::uint64_t);
   if (!f || f->words() != want) f = std::make_unique<LlcFlusher>(llc_bytes);
   return *f;
 }
@@ -72,55 +72,105 @@ int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg) {
   return static_cast<int>(std::clamp(sets, 1.0, 16.0));
 }
 
-Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
-                    const TimingConfig& cfg) {
-  Timing t;
-  if (kernels.empty()) return t;
+namespace {
+
+// One backend's timed runs and its stopping rule: at least min_reps; then the budget of
+// max_seconds spent, or (from 10 reps, every 5) the IQR under the noise target once a quarter
+// of the budget is spent.
+struct Reps {
+  std::vector<double> times;
+  double timed = 0;
+  std::size_t next = 0;  // the next input set
+  void add(double dt) {
+    times.push_back(dt);
+    timed += dt;
+  }
+  bool done(const TimingConfig& cfg) const {
+    const int reps = static_cast<int>(times.size());
+    if (reps >= cfg.max_reps) return true;
+    if (reps < cfg.min_reps) return false;
+    if (timed >= cfg.max_seconds) return true;
+    if (reps < 10 || reps % 5 != 0 || timed < cfg.max_seconds / 4) return false;
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = quantile_sorted(sorted, 0.5);
+    return (quantile_sorted(sorted, 0.75) - quantile_sorted(sorted, 0.25)) / med < cfg.noise_target;
+  }
+  Timing summary() {
+    Timing t;
+    t.reps = static_cast<int>(times.size());
+    if (times.empty()) return t;
+    std::sort(times.begin(), times.end());
+    t.median_s = quantile_sorted(times, 0.5);
+    t.min_s = times.front();
+    t.iqr_s = quantile_sorted(times, 0.75) - quantile_sorted(times, 0.25);
+    return t;
+  }
+};
+
+}  // namespace
+
+std::vector<Timing> time_interleaved(std::span<const std::vector<Kernel*>> groups,
+                                     std::size_t bytes_per_set, const TimingConfig& cfg) {
+  std::vector<Timing> out(groups.size());
+  std::size_t sets = 0;
+  for (const auto& g : groups) {
+    if (g.empty()) throw std::invalid_argument("time_interleaved: a group without kernels");
+    sets = std::max(sets, g.size());
+  }
+  if (groups.empty()) return out;
   // Device kernels flush their own cache and report device time (Kernel::device_timed).
-  const bool device = kernels[0]->device_timed();
+  const bool device = groups[0][0]->device_timed();
   const bool flush = !device && !cfg.hot &&
-                     static_cast<double>(kernels.size()) * static_cast<double>(bytes_per_set) <
+                     static_cast<double>(sets) * static_cast<double>(bytes_per_set) <
                          2.0 * static_cast<double>(cfg.llc_bytes);
   LlcFlusher* flusher = flush ? &shared_flusher(cfg.llc_bytes) : nullptr;
 
   // Warm-up: every set once (page faults, thread-pool start, library init), untimed.
-  for (Kernel* k : kernels) k->run();
-  if (cfg.hot) kernels[0]->run();
+  for (const auto& g : groups) {
+    for (Kernel* k : g) k->run();
+    if (cfg.hot) g[0]->run();
+  }
 
-  std::vector<double> times;
-  times.reserve(static_cast<std::size_t>(std::min(cfg.max_reps, 4096)));
-  double timed = 0;
+  std::vector<Reps> reps(groups.size());
+  for (auto& r : reps) r.times.reserve(static_cast<std::size_t>(std::min(cfg.max_reps, 4096)));
   const auto wall0 = Clock::now();
-  const double wall_cap = 4 * cfg.max_seconds + 1.0;  // bounds flush overhead on tiny ops
-  for (std::size_t i = 0; static_cast<int>(times.size()) < cfg.max_reps; ++i) {
-    Kernel* k = cfg.hot ? kernels[0] : kernels[i % kernels.size()];
-    if (flusher) flusher->flush();
-    const auto t0 = Clock::now();
-    k->run();
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    const double dt = device ? k->last_device_seconds() : wall;
-    times.push_back(dt);
-    timed += dt;
-    const int reps = static_cast<int>(times.size());
-    if (reps < cfg.min_reps) continue;
-    if (timed >= cfg.max_seconds) break;
-    if (std::chrono::duration<double>(Clock::now() - wall0).count() >= wall_cap) break;
-    if (reps >= 10 && reps % 5 == 0) {
-      std::vector<double> sorted = times;
-      std::sort(sorted.begin(), sorted.end());
-      const double med = quantile_sorted(sorted, 0.5);
-      if ((quantile_sorted(sorted, 0.75) - quantile_sorted(sorted, 0.25)) / med <
-              cfg.noise_target &&
-          timed >= cfg.max_seconds / 4)
-        break;
+  // Bounds flush overhead on tiny ops: each group's share as when it ran alone.
+  const double wall_cap = static_cast<double>(groups.size()) * (4 * cfg.max_seconds + 1.0);
+  // Rounds of one run per unfinished group, the order reversed every round (A B, B A, ...):
+  // neither always runs first after the other's run.
+  for (std::size_t round = 0;; ++round) {
+    bool any = false;
+    for (std::size_t j = 0; j < groups.size(); ++j) {
+      const std::size_t gi = round % 2 == 0 ? j : groups.size() - 1 - j;
+      Reps& r = reps[gi];
+      if (r.done(cfg)) continue;
+      any = true;
+      const auto& g = groups[gi];
+      Kernel* k = cfg.hot ? g[0] : g[r.next++ % g.size()];
+      if (flusher) flusher->flush();
+      const auto t0 = Clock::now();
+      k->run();
+      const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+      r.add(device ? k->last_device_seconds() : wall);
+    }
+    if (!any) break;
+    if (std::chrono::duration<double>(Clock::now() - wall0).count() >= wall_cap) {
+      bool enough = true;  // past the cap, stop once every group has its minimum
+      for (const Reps& r : reps)
+        enough = enough && static_cast<int>(r.times.size()) >= cfg.min_reps;
+      if (enough) break;
     }
   }
-  t.reps = static_cast<int>(times.size());
-  std::sort(times.begin(), times.end());
-  t.median_s = quantile_sorted(times, 0.5);
-  t.min_s = times.front();
-  t.iqr_s = quantile_sorted(times, 0.75) - quantile_sorted(times, 0.25);
-  return t;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) out[gi] = reps[gi].summary();
+  return out;
+}
+
+Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
+                    const TimingConfig& cfg) {
+  if (kernels.empty()) return {};
+  const std::vector<Kernel*> one(kernels.begin(), kernels.end());
+  return time_interleaved(std::span<const std::vector<Kernel*>>(&one, 1), bytes_per_set, cfg)[0];
 }
 
 }  // namespace attain

@@ -26,15 +26,19 @@ class CallKernel final : public Kernel {
   const gemm::Call& c_;
 };
 
-double measure(const gemm::Call& c, const SearchOptions& opt) {
-  CallKernel k(c);
-  Kernel* ks[] = {&k};
+TimingConfig trial_timing(const SearchOptions& opt) {
   TimingConfig cfg;
   cfg.max_seconds = opt.seconds_per_trial;
   cfg.min_reps = 3;
   cfg.max_reps = 15;  // each repetition of a small op also pays an LLC flush
   cfg.llc_bytes = opt.llc_bytes;
-  return time_kernels(ks, opt.bytes, cfg).median_s;
+  return cfg;
+}
+
+double measure(const gemm::Call& c, const SearchOptions& opt) {
+  CallKernel k(c);
+  Kernel* ks[] = {&k};
+  return time_kernels(ks, opt.bytes, trial_timing(opt)).median_s;
 }
 
 }  // namespace
@@ -97,16 +101,20 @@ SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt) {
       best = idx;
     }
   }
-  // Confirm a winner against the default, measured alternately twice more: the machine's
-  // noise only ever slows a run down, so each keeps its fastest median. One slow moment while
-  // the default was measured must not make a schedule look better than it is.
+  // Confirm a winner against the default, the two timed run by run in turn for twice a
+  // trial's budget each (time_interleaved): a slow moment of the machine while the default was
+  // measured must not make a schedule look better than it is. The confirmation decides.
   if (best != 0) {
-    for (int round = 0; round < 2; ++round) {
-      c.p.schedule = cands[0];
-      r.default_s = std::min(r.default_s, measure(c, opt));
-      c.p.schedule = cands[best];
-      best_s = std::min(best_s, measure(c, opt));
-    }
+    gemm::Call cd = c, cb = c;
+    cd.p.schedule = cands[0];
+    cb.p.schedule = cands[best];
+    CallKernel kd(cd), kb(cb);
+    const std::vector<std::vector<Kernel*>> pair = {{&kd}, {&kb}};
+    TimingConfig cfg = trial_timing(opt);
+    cfg.max_seconds *= 2, cfg.max_reps *= 2;
+    const std::vector<Timing> t = time_interleaved(pair, opt.bytes, cfg);
+    r.default_s = t[0].median_s;
+    best_s = t[1].median_s;
   }
   // Keep the default unless the winner beats it clearly: equal code is never slower.
   if (best != 0 && best_s > r.default_s * (1.0 - opt.keep_default)) {
