@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "attain/tensor.hpp"
 #include "attain/threadpool.hpp"
@@ -145,85 +146,122 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
     fill_inputs(*sets.back(), cfg.seed + i);
     bytes += sets.back()->total_bytes();
   }
-  for (std::size_t bi = 0; bi < nb; ++bi) {
+  // Backend b's layer, built and verified (null, with r saying why, when it is not "ok").
+  struct Prepared {
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    LayerKernel layer;
+  };
+  auto prepare = [&](std::size_t bi, Backend& be, LayerResult& r) -> std::unique_ptr<Prepared> {
     const std::string& name = cfg.backends[bi];
-    LayerResult r;
-    r.backend = name;
-    try {
-      auto be = make_backend(name);
-      const bool grouped =
-          name == "attain:auto" || (name == "attain" && cfg.run.schedule == "auto");
-      std::vector<std::unique_ptr<Kernel>> kernels;
-      LayerKernel layer;
-      layer.threads = cfg.run.threads;
-      std::string unsupported;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const Support s = be->supports(ops[i].op.op);
-        if (!s.ok) {
-          unsupported = fmt::format("{}: {}", ops[i].op.op.spec(), s.reason);
-          break;
-        }
-      }
-      if (!unsupported.empty()) {
+    const bool grouped = name == "attain:auto" || (name == "attain" && cfg.run.schedule == "auto");
+    auto p = std::make_unique<Prepared>();
+    LayerKernel& layer = p->layer;
+    layer.threads = cfg.run.threads;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Support s = be.supports(ops[i].op.op);
+      if (!s.ok) {
         r.status = "unsupported";
-        r.reason = unsupported;
-        results.push_back(r);
-        continue;
+        r.reason = fmt::format("{}: {}", ops[i].op.op.spec(), s.reason);
+        return nullptr;
       }
-      for (std::size_t i = 0; i < ops.size();) {
-        std::size_t j = i;
-        while (j < ops.size() && ops[j].stage == ops[i].stage) ++j;
-        std::size_t gemms = 0;
-        for (std::size_t q = i; q < j; ++q) gemms += ops[q].op.op.kind != OpKind::mla_decode;
-        if (grouped && gemms > 1) {
-          // The stage's GEMMs in one region, each with its own auto schedule.
-          LayerKernel::Step step;
-          for (std::size_t q = i; q < j; ++q) {
-            if (ops[q].op.op.kind == OpKind::mla_decode) continue;
-            gemm::Call c = backends::gemm_call(*sets[q], cfg.run);
-            c.p.schedule =
-                tune::Scheduler::instance().choose(c, tune::host_machine(c.p.threads)).schedule;
-            step.calls.push_back(c);
-          }
-          layer.steps.push_back(std::move(step));
-          for (std::size_t q = i; q < j; ++q) {
-            if (ops[q].op.op.kind != OpKind::mla_decode) continue;
-            kernels.push_back(be->prepare(*sets[q], cfg.run));
-            layer.steps.push_back({kernels.back().get(), {}});
-          }
-        } else {
-          for (std::size_t q = i; q < j; ++q) {
-            kernels.push_back(be->prepare(*sets[q], cfg.run));
-            layer.steps.push_back({kernels.back().get(), {}});
-          }
-        }
-        i = j;
-      }
-      r.regions = static_cast<int>(layer.steps.size());
-      for (auto& s : sets) poison_outputs(*s);
-      layer.run();
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        progress.update(first(bi) + i, name + ": verify " + ops[i].op.op.spec());
-        const Verification v = verify(*sets[i]);
-        if (!v.ok) {
-          r.status = "wrong";
-          r.reason = fmt::format("{}: {}", ops[i].op.op.spec(), v.detail);
-          break;
-        }
-      }
-      r.verified = r.status == "ok";
-      if (r.status == "ok") {
-        progress.update(first(bi) + ops.size(), name + ": timing the layer");
-        Kernel* ks[] = {&layer};
-        const Timing t = time_kernels(ks, bytes, cfg.timing);
-        ThreadPool::instance().rest();  // the next backend gets the cores to itself
-        r.median_s = t.median_s, r.min_s = t.min_s, r.iqr_s = t.iqr_s, r.reps = t.reps;
-      }
-    } catch (const std::exception& e) {
-      r.status = "error";
-      r.reason = e.what();
     }
-    results.push_back(r);
+    for (std::size_t i = 0; i < ops.size();) {
+      std::size_t j = i;
+      while (j < ops.size() && ops[j].stage == ops[i].stage) ++j;
+      std::size_t gemms = 0;
+      for (std::size_t q = i; q < j; ++q) gemms += ops[q].op.op.kind != OpKind::mla_decode;
+      if (grouped && gemms > 1) {
+        // The stage's GEMMs in one region, each with its own auto schedule.
+        LayerKernel::Step step;
+        for (std::size_t q = i; q < j; ++q) {
+          if (ops[q].op.op.kind == OpKind::mla_decode) continue;
+          gemm::Call c = backends::gemm_call(*sets[q], cfg.run);
+          c.p.schedule =
+              tune::Scheduler::instance().choose(c, tune::host_machine(c.p.threads)).schedule;
+          step.calls.push_back(c);
+        }
+        layer.steps.push_back(std::move(step));
+        for (std::size_t q = i; q < j; ++q) {
+          if (ops[q].op.op.kind != OpKind::mla_decode) continue;
+          p->kernels.push_back(be.prepare(*sets[q], cfg.run));
+          layer.steps.push_back({p->kernels.back().get(), {}});
+        }
+      } else {
+        for (std::size_t q = i; q < j; ++q) {
+          p->kernels.push_back(be.prepare(*sets[q], cfg.run));
+          layer.steps.push_back({p->kernels.back().get(), {}});
+        }
+      }
+      i = j;
+    }
+    r.regions = static_cast<int>(layer.steps.size());
+    for (auto& s : sets) poison_outputs(*s);
+    layer.run();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      progress.update(first(bi) + i, name + ": verify " + ops[i].op.op.spec());
+      const Verification v = verify(*sets[i]);
+      if (!v.ok) {
+        r.status = "wrong";
+        r.reason = fmt::format("{}: {}", ops[i].op.op.spec(), v.detail);
+        return nullptr;
+      }
+    }
+    r.verified = true;
+    return p;
+  };
+  std::vector<std::unique_ptr<Backend>> bes(nb);
+  std::vector<std::string> why(nb);  // why a backend could not be made
+  for (std::size_t bi = 0; bi < nb; ++bi) {
+    try {
+      bes[bi] = make_backend(cfg.backends[bi]);
+    } catch (const std::exception& e) {
+      why[bi] = e.what();
+    }
+  }
+  // Consecutive backends of one interleave group (attain, attain:auto) are timed together,
+  // run by run in turn; the others one by one.
+  for (std::size_t bi = 0; bi < nb;) {
+    const std::string_view group = bes[bi] ? bes[bi]->interleave_group() : std::string_view{};
+    std::size_t be = bi + 1;
+    while (!group.empty() && be < nb && bes[be] && bes[be]->interleave_group() == group) ++be;
+    std::vector<std::unique_ptr<Prepared>> ready;
+    std::vector<std::size_t> at;  // their results
+    std::string names;
+    for (std::size_t b = bi; b < be; ++b) {
+      LayerResult r;
+      r.backend = cfg.backends[b];
+      try {
+        if (!bes[b]) throw std::runtime_error(why[b]);
+        if (auto p = prepare(b, *bes[b], r)) {
+          ready.push_back(std::move(p));
+          at.push_back(results.size());
+          names += (names.empty() ? "" : ", ") + r.backend;
+        }
+      } catch (const std::exception& e) {
+        r.status = "error";
+        r.reason = e.what();
+      }
+      results.push_back(r);
+    }
+    if (!ready.empty()) {
+      progress.update(
+          first(be - 1) + ops.size(),
+          names + (ready.size() > 1 ? ": timing the layers in turn" : ": timing the layer"));
+      try {
+        std::vector<std::vector<Kernel*>> groups;
+        for (auto& p : ready) groups.push_back({&p->layer});
+        const std::vector<Timing> ts = time_interleaved(groups, bytes, cfg.timing);
+        ThreadPool::instance().rest();  // the next backend gets the cores to itself
+        for (std::size_t j = 0; j < ready.size(); ++j) {
+          LayerResult& r = results[at[j]];
+          r.median_s = ts[j].median_s, r.min_s = ts[j].min_s, r.iqr_s = ts[j].iqr_s;
+          r.reps = ts[j].reps;
+        }
+      } catch (const std::exception& e) {
+        for (std::size_t j : at) results[j].status = "error", results[j].reason = e.what();
+      }
+    }
+    bi = be;
   }
   progress.update(first(nb), "done");
   return results;
