@@ -305,6 +305,19 @@ TEST(Timing, InterleavedGroupsRunInTurnAndKeepTheirOwnTimes) {
                std::invalid_argument);
 }
 
+TEST(Timing, InterleaveRunsAreConsecutiveBackendsOfOneGroup) {
+  const std::vector<std::string_view> g = {"attain", "attain", "", "", "x", "x", "attain"};
+  auto end = [&](std::size_t b) {
+    return interleave_run_end(b, g.size(), [&](std::size_t i) { return g[i]; });
+  };
+  EXPECT_EQ(end(0), 2u);  // attain, attain:auto
+  EXPECT_EQ(end(1), 2u);
+  EXPECT_EQ(end(2), 3u);  // no group: alone, even beside another of no group
+  EXPECT_EQ(end(3), 4u);
+  EXPECT_EQ(end(4), 6u);
+  EXPECT_EQ(end(6), 7u);  // not joined with the first run
+}
+
 TEST(Timing, RotatesWarmsUpAndReportsTheMedian) {
   SleepKernel a, b;
   std::vector<Kernel*> ks = {&a, &b};

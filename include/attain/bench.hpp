@@ -6,6 +6,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attain/backend.hpp"
@@ -41,6 +42,17 @@ Timing time_kernels(std::span<Kernel* const> kernels, std::size_t bytes_per_set,
 // group stops by time_kernels' rules on its own runs; a flush (when needed) precedes every run.
 std::vector<Timing> time_interleaved(std::span<const std::vector<Kernel*>> groups,
                                      std::size_t bytes_per_set, const TimingConfig& cfg);
+
+// The end of the run of consecutive backends from b that share b's interleave group (timed
+// together by time_interleaved); b + 1 for a backend of no group. group_of(i): backend i's
+// group (empty: none), for i < n.
+template <class GroupOf>
+std::size_t interleave_run_end(std::size_t b, std::size_t n, GroupOf&& group_of) {
+  const std::string_view g = group_of(b);
+  std::size_t e = b + 1;
+  while (!g.empty() && e < n && group_of(e) == g) ++e;
+  return e;
+}
 
 // The LLC size cold-cache timing works with: the probe's L3, kept within 8..64 MiB (virtual
 // machines can report the whole socket's L3 to a guest that owns a slice of it).

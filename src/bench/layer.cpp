@@ -221,9 +221,9 @@ std::vector<LayerResult> run_layer(const std::vector<LayerOp>& ops, const BenchC
   // Consecutive backends of one interleave group (attain, attain:auto) are timed together,
   // run by run in turn; the others one by one.
   for (std::size_t bi = 0; bi < nb;) {
-    const std::string_view group = bes[bi] ? bes[bi]->interleave_group() : std::string_view{};
-    std::size_t be = bi + 1;
-    while (!group.empty() && be < nb && bes[be] && bes[be]->interleave_group() == group) ++be;
+    const std::size_t be = interleave_run_end(bi, nb, [&](std::size_t i) {
+      return bes[i] ? bes[i]->interleave_group() : std::string_view{};
+    });
     std::vector<std::unique_ptr<Prepared>> ready;
     std::vector<std::size_t> at;  // their results
     std::string names;

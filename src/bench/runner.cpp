@@ -141,11 +141,9 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
     // Consecutive backends of one interleave group (attain, attain:auto) are timed together,
     // run by run; the others one by one.
     for (std::size_t gi = 0; gi < runnable.size();) {
-      const std::string_view group = backend_of(runnable[gi]).interleave_group();
-      std::size_t ge = gi + 1;
-      while (!group.empty() && ge < runnable.size() &&
-             backend_of(runnable[ge]).interleave_group() == group)
-        ++ge;
+      const std::size_t ge = interleave_run_end(gi, runnable.size(), [&](std::size_t i) {
+        return backend_of(runnable[i]).interleave_group();
+      });
       std::vector<std::vector<std::unique_ptr<Kernel>>> owned;
       std::vector<std::vector<Kernel*>> raw;
       std::vector<std::size_t> timed;  // indices into out
