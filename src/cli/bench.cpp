@@ -204,7 +204,8 @@ const bool registered = add_command([](CLI::App& app) {
       "bench", "Measure ops (a suite, a model, one op) on backends, verified first");
   o->src.add_to(sub, true);
   sub->add_option("--backend", o->backends,
-                  "comma list of backends, timed side by side (see attain bench --list)")
+                  "comma list of backends, timed side by side: each alone, attain and "
+                  "attain:auto in turn run by run (see attain bench --list)")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "threads per backend (default: all logical CPUs)");
   sub->add_option("--max-seconds", o->max_seconds, "timing budget per op and backend, in seconds")
