@@ -255,23 +255,16 @@ TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {
 }
 
 namespace {
+// Sleeps `us` per run, counts its runs and, given a log, appends its id to it.
 struct SleepKernel : Kernel {
+  SleepKernel(int id_ = 0, int us_ = 200, std::vector<int>* log_ = nullptr)
+      : id(id_), us(us_), log(log_) {}
+  int id, us;
+  std::vector<int>* log;
   int runs = 0;
   void run() override {
     ++runs;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-};
-}  // namespace
-
-namespace {
-// Sleeps `us` and appends its id to a shared log of runs.
-struct LoggedKernel : Kernel {
-  LoggedKernel(int id_, int us_, std::vector<int>* log_) : id(id_), us(us_), log(log_) {}
-  int id, us;
-  std::vector<int>* log;
-  void run() override {
-    log->push_back(id);
+    if (log != nullptr) log->push_back(id);
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   }
 };
@@ -279,7 +272,7 @@ struct LoggedKernel : Kernel {
 
 TEST(Timing, InterleavedGroupsRunInTurnAndKeepTheirOwnTimes) {
   std::vector<int> log;
-  LoggedKernel a0(0, 200, &log), a1(0, 200, &log), b0(1, 600, &log), b1(1, 600, &log);
+  SleepKernel a0(0, 200, &log), a1(0, 200, &log), b0(1, 600, &log), b1(1, 600, &log);
   const std::vector<std::vector<Kernel*>> groups = {{&a0, &a1}, {&b0, &b1}};
   TimingConfig cfg;
   cfg.max_seconds = 0.02;
