@@ -96,6 +96,8 @@ struct Case {
   int split_k = 0;
   int kc = 0;
   bool swap = false;  // Schedule::swap
+  Order order = Order::automatic;
+  int mc = 0, nc = 0;
 };
 
 std::string name(const Case& c) {
@@ -107,7 +109,9 @@ std::string name(const Case& c) {
          " threads=" + std::to_string(c.threads) + " stages=" + std::to_string(c.stages) +
          " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
          " split_k=" + std::to_string(c.split_k) + " kc=" + std::to_string(c.kc) +
-         " pad=" + std::to_string(c.pad) + (c.swap ? " swap" : "");
+         " pad=" + std::to_string(c.pad) + (c.swap ? " swap" : "") +
+         " order=" + std::string(order_name(c.order)) + " mc=" + std::to_string(c.mc) +
+         " nc=" + std::to_string(c.nc);
 }
 
 // Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
@@ -195,6 +199,9 @@ void run_case(const Case& c) {
   p.schedule.split_k = c.split_k;
   p.schedule.kc = c.kc;
   p.schedule.swap = c.swap;
+  p.schedule.order = c.order;
+  p.schedule.mc = c.mc;
+  p.schedule.nc = c.nc;
   gemm(p);
 
   double err2 = 0, ref2 = 0;
@@ -756,6 +763,76 @@ TEST(Gemm, PackedSplitK) {
           c.tb = Trans::N;
           run_case(c);
         }
+}
+
+// The packed path in both loop orders: K blocks outside M blocks (km: B's KC x NC block packed
+// once per K block, C updated in place per block, the MC blocks pipelined) and inside (mk),
+// with several blocks of each of M, N and K plus tails, every storage dtype into fp32 C (bf16
+// and fp8 as bf16 pairs where the CPU has them, fp16 converted while packing), transposes,
+// padded strides, alpha / beta, and 16-bit C, which always takes the mk order's fp32 tile.
+TEST(Gemm, PackedLoopOrders) {
+  for (Isa isa : isas())
+    for (Order order : {Order::km, Order::mk})
+      for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8})
+        for (int threads : {1, 3}) {
+          Case c{};
+          c.isa = isa;
+          c.path = Path::packed;
+          c.order = order;
+          c.at = c.bt = t;
+          c.m = 61;   // MC 24: two full blocks and a 13-row tail (one panel and an edge)
+          c.n = 77;   // NC 64: one block and a 13-column tail per thread column
+          c.k = 300;  // KC 128: two blocks and a 44-value tail (fp8: KC 128, its scale block)
+          c.mc = 24;
+          c.nc = 64;
+          c.kc = 128;
+          c.threads = threads;
+          c.stages = threads == 1 ? 3 : 1;
+          c.alpha = 0.5f;
+          c.beta = -1.5f;
+          c.pad = 5;
+          run_case(c);
+          c.ints = true;  // fp32 C exact, K blocks added in any order
+          c.alpha = 1.0f;
+          c.beta = 1.0f;
+          c.ta = Trans::T;
+          c.tb = Trans::N;
+          run_case(c);
+          c.ct = DType::bf16;  // the tile path whatever the order
+          c.ints = false;
+          run_case(c);
+        }
+}
+
+// The heuristic's order: km on the packed path where C is fp32 and K spans more than one KC
+// block (NC then from the km budget, wider than the mk panel's), mk otherwise.
+TEST(GemmDispatch, PackedOrderHeuristic) {
+  Params p;
+  p.m = 512;
+  p.n = 2048;
+  p.k = 2048;
+  p.threads = 2;
+  p.schedule.path = Path::packed;
+  Schedule s = resolve(p);
+  EXPECT_EQ(s.order, Order::km);
+  const Schedule mk = [&] {
+    Params q = p;
+    q.schedule.order = Order::mk;
+    return resolve(q);
+  }();
+  EXPECT_EQ(mk.order, Order::mk);
+  EXPECT_GT(s.nc, mk.nc);
+  p.k = s.kc;  // one K block
+  EXPECT_EQ(resolve(p).order, Order::mk);
+  p.k = 2048;
+  p.c_type = DType::bf16;  // sums through the fp32 tile, even where km is asked for
+  EXPECT_EQ(resolve(p).order, Order::mk);
+  p.schedule.order = Order::km;
+  EXPECT_EQ(resolve(p).order, Order::mk);
+  p.schedule.order = Order::automatic;
+  p.c_type = DType::f32;
+  p.schedule.nc = 96;  // a fixed NC stays
+  EXPECT_EQ(resolve(p).nc, 96);
 }
 
 TEST(Gemm, MixedDtypesTransposesAlphaBetaStrides) {

@@ -135,13 +135,18 @@ TEST(Tune, ScheduleTextRoundTrips) {
   s.mc = 48, s.nc = 96, s.kc = 128, s.threads = 2, s.threads_m = 1, s.threads_n = 2;
   s.decode_k_tile = 512, s.split_k = 4, s.stages = 3, s.fuse_items = true;
   EXPECT_EQ(gemm::parse_schedule(gemm::to_string(s)), s);
+  for (gemm::Order o : {gemm::Order::mk, gemm::Order::km}) {
+    s.order = o;
+    EXPECT_EQ(gemm::parse_schedule(gemm::to_string(s)), s);
+  }
   EXPECT_EQ(gemm::parse_schedule(gemm::to_string(gemm::Schedule{})), gemm::Schedule{});
   EXPECT_EQ(gemm::parse_schedule("threads=1"), [] {
     gemm::Schedule x;
     x.threads = 1;
     return x;
   }());
-  for (const char* bad : {"path=fast", "threads=-1", "grid=2", "colour=red", "mc=12x", "kc"})
+  for (const char* bad :
+       {"path=fast", "threads=-1", "grid=2", "colour=red", "mc=12x", "kc", "order=nk"})
     EXPECT_THROW(gemm::parse_schedule(bad), std::invalid_argument) << bad;
 }
 

@@ -28,9 +28,17 @@ enum class Isa : std::uint8_t { automatic, scalar, avx2, avx512 };
 // packed, against A^T packed once per call, threads split along N; for mid-size M, where packing
 // W costs as much as a third of the time.
 enum class Path : std::uint8_t { automatic, packed, decode, direct };
+// The packed path's loop order over blocks of M and K. mk: each MC x NC tile of C is finished
+// over all of K before the next (B packed for the whole K of a column block, the tile in L2).
+// km: K blocks outside M blocks, as in BLIS (a KC x NC block of B packed once and used by every
+// MC block, C updated once per K block): B's block stays KC deep whatever K is, so NC can be
+// twice as wide and A is packed half as often. km needs C updated in place: with 16-bit C a
+// schedule resolves to mk (its fp32 tile).
+enum class Order : std::uint8_t { automatic, mk, km };
 
 std::string_view isa_name(Isa isa);
 std::string_view path_name(Path p);
+std::string_view order_name(Order o);
 
 struct Schedule {
   Path path = Path::automatic;
@@ -49,7 +57,8 @@ struct Schedule {
   // blocks into fp32 partial sums, added at the end (0 = heuristic on the packed path, none on
   // the decode path unless the auto-scheduler chooses it; 1 = none).
   int split_k = 0;
-  int stages = 0;  // tile pipeline depth / prefetch distance (0 = Params::stages)
+  int stages = 0;                  // tile pipeline depth / prefetch distance (0 = Params::stages)
+  Order order = Order::automatic;  // the packed path's loop order
   // Batched and grouped calls: every item's blocks in ONE parallel region (true), or one
   // region per item, each using all threads (false: the engine's behaviour before scheduling).
   bool fuse_items = false;

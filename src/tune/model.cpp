@@ -422,15 +422,17 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
             }
         }
         for (int kc : {128, 256, 384, 512})
-          for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2}) {
-            Schedule s = base;
-            s.path = Path::packed;
-            s.threads_m = gm;
-            s.threads_n = gn;
-            s.kc = kc;
-            s.mc = static_cast<int>(round_up(std::max(mcb, fam.mr), fam.mr));
-            add(s);
-          }
+          for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2})
+            for (gemm::Order order : {gemm::Order::mk, gemm::Order::km}) {
+              Schedule s = base;
+              s.path = Path::packed;
+              s.threads_m = gm;
+              s.threads_n = gn;
+              s.kc = kc;
+              s.mc = static_cast<int>(round_up(std::max(mcb, fam.mr), fam.mr));
+              s.order = order;
+              add(s);
+            }
       }
       // The packed path with K split over the threads (small C, long K).
       if (!fuse && t > 1 && c.p.m * c.p.n <= 64 * 1024 && c.p.k >= 256 * t)

@@ -306,4 +306,16 @@ std::string_view path_name(Path p) {
   return "?";
 }
 
+std::string_view order_name(Order o) {
+  switch (o) {
+    case Order::automatic:
+      return "auto";
+    case Order::mk:
+      return "mk";
+    case Order::km:
+      return "km";
+  }
+  return "?";
+}
+
 }  // namespace attain::gemm

@@ -70,6 +70,8 @@ struct Blocking {
   // columns); 0: never.
   int direct_split_max_n = 0;
   int swap_max_n = 0;
+  // Order::km's B block (KC x NC fp32) per thread: NC = this / (4 KC), at least nc.
+  std::int64_t km_block_bytes = 2 << 20;
 };
 
 struct CpuInfo {

@@ -2,7 +2,7 @@
 // with packing, the decode path and the threading. Everything ISA-specific is behind the
 // KernelFamily of dispatch.hpp.
 //
-// Packed path, per thread (each thread owns a block of C of the thread grid):
+// Packed path, per thread (each thread owns a block of C of the thread grid), order mk:
 //   jc (NC cols)  pack B[K, nc] -> kc-blocks of NR-wide panels          (L3 / memory)
 //    ic (MC rows)
 //     pc (KC)      pipeline: pack A[mc, kc] into stage slot (pc+S-1) % S  (L2)
@@ -11,6 +11,8 @@
 // B is packed for the whole K of a column block, so C can be accumulated over all kc blocks
 // of one MC x NC tile before it is written: fp32 C is updated in place; bf16/fp16 C goes
 // through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16).
+// Order km (BLIS's; fp32 C): jc (NC) > pc (KC): pack B[kc, nc] (L3) > ic (MC): pipeline over
+// the MC blocks, pack A[mc, kc] (L2) > jr > ir, C updated once per kc block.
 #include "attain/gemm.hpp"
 
 #include <fmt/format.h>
@@ -334,8 +336,106 @@ void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_
 }
 
 // ---- the packed path ----
+// The micro-kernel over one packed A block (mc rows from row ic, panels of MR, kcw words a
+// row of the panel) and one packed B block (nc columns from column jc, panels of NR) for the
+// kc values of K from k_abs: C[ic:ic+mc, jc:jc+nc] at cbase (row stride ldc) = alpha * sums +
+// beta * itself, edge tiles through a buffer. Both loop orders of packed_block end here.
+struct BlockCall {
+  const float* ap;  // the A block's panels
+  const float* bp;  // the B block's panels
+  std::int64_t ic, mc, jc, nc, k_abs, kc;
+  const float* alpha;
+  const float* beta;
+  float* cbase;
+  std::int64_t ldc;
+  bool fetch_c;   // 16-bit C written after this block: fetch its lines while it computes
+  bool prefetch;  // the pipeline has stages: touch the next kernel call's A and B panels
+};
+void multiply_blocks(const Problem& pr, const BlockCall& bc) {
+  const Params& p = *pr.p;
+  const KernelFamily& f = *pr.fam;
+  const int MR = f.mr, NR = f.nr;
+  const detail::UKernel uk = pr.pairs ? f.ukernel_bf16 : f.ukernel;
+  const bool fp8_pairs = pr.pairs && p.a_type == DType::fp8;
+  const std::int64_t kcw = bc.kc / pr.kw;
+  alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
+  const float one = 1.0f, zero = 0.0f;
+  for (std::int64_t jr = 0; jr < bc.nc; jr += NR) {
+    const int nr = static_cast<int>(std::min<std::int64_t>(NR, bc.nc - jr));
+    for (std::int64_t ir = 0; ir < bc.mc; ir += MR) {
+      const int mr = static_cast<int>(std::min<std::int64_t>(MR, bc.mc - ir));
+      if (bc.fetch_c) {
+        const auto* c16 =
+            static_cast<const std::uint16_t*>(p.c) + (bc.ic + ir) * pr.ldc + bc.jc + jr;
+        for (int i = 0; i < mr; ++i) {
+          __builtin_prefetch(c16 + i * pr.ldc, 1, 3);
+          __builtin_prefetch(c16 + i * pr.ldc + nr - 1, 1, 3);
+        }
+      }
+      detail::UkAux aux;
+      if (bc.prefetch) {
+        const bool last_ir = ir + MR >= bc.mc;
+        aux.a_next = last_ir ? bc.ap : bc.ap + (ir + MR) * kcw;
+        aux.b_next = last_ir ? bc.bp + (jr + NR) * kcw : bc.bp + jr * kcw;
+      }
+      float* c = bc.cbase + ir * bc.ldc + jr;
+      if (fp8_pairs) {
+        // One 128-wide scale block at a time: its sums times alpha * a_scale(row) *
+        // b_scale(these columns) go onto C (C's first block with beta, then added).
+        const float* a0 = bc.ap + ir * kcw;
+        const float* b0 = bc.bp + jr * kcw;
+        for (std::int64_t q = 0; q < bc.kc; q += kFp8Block) {
+          const std::int64_t qw = std::min<std::int64_t>(kFp8Block, bc.kc - q) / 2;
+          const float bs = b_scale(pr, bc.k_abs + q, bc.jc + jr);
+          alignas(64) float rs[32];
+          for (int i = 0; i < mr; ++i)
+            rs[i] = *bc.alpha * a_scale(pr, bc.ic + ir + i, bc.k_abs + q) * bs;
+          const float* bq = q == 0 ? bc.beta : &one;
+          const float* aq = a0 + q / 2 * MR;
+          const float* bq_panel = b0 + q / 2 * NR;
+          if (mr == MR && nr == NR) {
+            aux.row_scale = rs;
+            uk(qw, &one, aq, bq_panel, bq, c, bc.ldc, 1, &aux);
+            continue;
+          }
+          aux.row_scale = nullptr;
+          uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
+          update_edge(c, bc.ldc, edge, NR, mr, nr, *bq, [&](int i) { return rs[i]; });
+        }
+        continue;
+      }
+      if (mr == MR && nr == NR) {
+        uk(kcw, bc.alpha, bc.ap + ir * kcw, bc.bp + jr * kcw, bc.beta, c, bc.ldc, 1, &aux);
+        continue;
+      }
+      uk(kcw, &one, bc.ap + ir * kcw, bc.bp + jr * kcw, &zero, edge, NR, 1, &aux);
+      update_edge(c, bc.ldc, edge, NR, mr, nr, *bc.beta, [&](int) { return *bc.alpha; });
+    }
+  }
+}
+
+// Packs the A block rows [ic, ic + mc) x K [k_abs, k_abs + kc) as MR-panels at dst.
+void pack_a_block(const Problem& pr, std::int64_t ic, std::int64_t mc, std::int64_t k_abs,
+                  std::int64_t kc, float* dst, float* tmp) {
+  const int MR = pr.fam->mr;
+  for (std::int64_t ir = 0; ir < mc; ir += MR)
+    pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k_abs, kc, MR,
+                 dst + ir * kc / pr.kw, tmp);
+}
+
+// Packs the B block columns [jc, jc + nc) x K [k_abs, k_abs + kc) as NR-panels at dst.
+void pack_b_block(const Problem& pr, std::int64_t jc, std::int64_t nc, std::int64_t k_abs,
+                  std::int64_t kc, float* dst, float* tmp) {
+  const int NR = pr.fam->nr;
+  for (std::int64_t jr = 0; jr < nc; jr += NR)
+    pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), k_abs, kc,
+                 dst + jr * kc / pr.kw, tmp);
+}
+
 // C[m0:m1, n0:n1] over K slice `slice` (-1: all of K; else its fp32 partial sums go to
-// pr.partial, reduced by finish_split()).
+// pr.partial, reduced by finish_split()), in the schedule's loop order (Order::km only where C
+// is updated in place: fp32 C or a slice's partials; 16-bit C always goes through the mk
+// order's fp32 tile).
 void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
                   std::int64_t n1, int slice) {
   const Params& p = *pr.p;
@@ -345,108 +445,81 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const std::int64_t K = (slice < 0 ? p.k : std::min(p.k, k0 + pr.kslice)) - k0;
   const std::int64_t KC = pr.s.kc, MC = pr.s.mc;
   const std::int64_t NC = pr.s.nc;
-  const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
   // Where the sums go: a slice's fp32 partials (alpha and beta come with the reduction), fp32 C
   // in place (alpha, and beta on the first K block), or an fp32 tile rounded into 16-bit C.
   const bool partial = slice >= 0;
   const bool into_c = !partial && p.c_type == DType::f32;
   const bool via_tile = !partial && !into_c;
-  Workspace& ws = workspace();
-  float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
-  float* tmp = ws.tmp.get(std::max(MR, NR) * KC);
-  float* apack[tile::kMaxStages];
-  for (int s = 0; s < stages; ++s) apack[s] = ws.a_pack[s].get(round_up(MC, MR) * KC);
-  float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
-  alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
   const float one = 1.0f, zero = 0.0f;
-  const detail::UKernel uk = pr.pairs ? f.ukernel_bf16 : f.ukernel;
+  const float* alpha = into_c ? &p.alpha : &one;
+  const float* beta0 = partial ? &zero : into_c ? &p.beta : &zero;  // the first K block's
+  auto c_at = [&](std::int64_t ic, std::int64_t jc) {
+    return partial ? pr.partial + (slice * p.m + ic) * p.n + jc
+                   : static_cast<float*>(p.c) + ic * pr.ldc + jc;
+  };
+  const std::int64_t ldc_mem = partial ? p.n : pr.ldc;
   const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
-  const bool fp8_pairs = pr.pairs && p.a_type == DType::fp8;
+  Workspace& ws = workspace();
+  float* tmp = ws.tmp.get(std::max(MR, NR) * KC);
 
+  if (pr.s.order == Order::km && !via_tile) {
+    // K blocks outside M blocks: B's KC x NC block packed once per K block, the MC blocks of A
+    // streamed past it (the next one packed ahead, stages > 1), C updated per K block.
+    const std::int64_t mtiles = ceil_div(m1 - m0, MC);
+    const int stages = tile::clamp_stages(pr.s.stages, mtiles);
+    float* bpack = ws.b_pack.get(KC * round_up(std::min(NC, n1 - n0), NR));
+    float* apack[tile::kMaxStages];
+    for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
+    for (std::int64_t jc = n0; jc < n1; jc += NC) {
+      const std::int64_t nc = std::min(NC, n1 - jc);
+      for (std::int64_t p0 = 0; p0 < K; p0 += KC) {
+        const std::int64_t kc = std::min(KC, K - p0);
+        pack_b_block(pr, jc, nc, k0 + p0, kc, bpack, tmp);
+        auto load = [&](std::int64_t t, int slot) {
+          const std::int64_t ic = m0 + t * MC;
+          pack_a_block(pr, ic, std::min(MC, m1 - ic), k0 + p0, kc, apack[slot], tmp);
+        };
+        auto compute = [&](std::int64_t t, int slot) {
+          const std::int64_t ic = m0 + t * MC;
+          multiply_blocks(
+              pr, {apack[slot], bpack, ic, std::min(MC, m1 - ic), jc, nc, k0 + p0, kc, alpha,
+                   p0 == 0 ? beta0 : &one, c_at(ic, jc), ldc_mem, false, stages > 1});
+        };
+        tile::run_pipeline(mtiles, stages, load, compute);
+      }
+    }
+    return;
+  }
+
+  // M blocks outside K blocks: B packed for the whole K of a column block, so C can be
+  // accumulated over all kc blocks of one MC x NC tile before it is written: fp32 C is updated
+  // in place; bf16/fp16 C goes through an fp32 tile and is rounded once (f32_to_bf16 /
+  // f32_to_f16).
+  const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
+  float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
+  float* apack[tile::kMaxStages];
+  for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
+  float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
     // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
-    for (std::int64_t p0 = 0; p0 < K; p0 += KC) {
-      const std::int64_t kc = std::min(KC, K - p0);
-      for (std::int64_t jr = 0; jr < nc; jr += NR)
-        pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), k0 + p0,
-                     kc, bpack + (p0 * ncp + jr * kc) / kw, tmp);
-    }
+    for (std::int64_t p0 = 0; p0 < K; p0 += KC)
+      pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + p0 * ncp / kw, tmp);
     for (std::int64_t ic = m0; ic < m1; ic += MC) {
       const std::int64_t mc = std::min(MC, m1 - ic);
       auto load = [&](std::int64_t t, int slot) {
-        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
-        for (std::int64_t ir = 0; ir < mc; ir += MR)
-          pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k0 + p0,
-                       kc, MR, apack[slot] + ir * kc / kw, tmp);
+        const std::int64_t p0 = t * KC;
+        pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), apack[slot], tmp);
       };
       auto compute = [&](std::int64_t t, int slot) {
-        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0), kcw = kc / kw;
-        const bool first = t == 0;
-        const float* alpha = into_c ? &p.alpha : &one;
-        const float* beta = first ? (into_c ? &p.beta : &zero) : &one;
-        float* cbase = partial  ? pr.partial + (slice * p.m + ic) * p.n + jc
-                       : into_c ? static_cast<float*>(p.c) + ic * pr.ldc + jc
-                                : ctile;
-        const std::int64_t ldc = partial ? p.n : into_c ? pr.ldc : ncp;
-        const float* ap = apack[slot];
-        const float* bp = bpack + p0 * ncp / kw;
-        // 16-bit C is written from the tile after the last K block; fetch its lines for writing
-        // while the block computes, a micro-tile's rows at a time (a cold C otherwise stalls the
-        // write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time there).
-        const bool fetch_c = via_tile && p0 + KC >= K;
-        for (std::int64_t jr = 0; jr < nc; jr += NR) {
-          const int nr = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
-          for (std::int64_t ir = 0; ir < mc; ir += MR) {
-            const int mr = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-            if (fetch_c) {
-              const auto* c16 =
-                  static_cast<const std::uint16_t*>(p.c) + (ic + ir) * pr.ldc + jc + jr;
-              for (int i = 0; i < mr; ++i) {
-                __builtin_prefetch(c16 + i * pr.ldc, 1, 3);
-                __builtin_prefetch(c16 + i * pr.ldc + nr - 1, 1, 3);
-              }
-            }
-            detail::UkAux aux;
-            if (stages > 1) {
-              const bool last_ir = ir + MR >= mc;
-              aux.a_next = last_ir ? ap : ap + (ir + MR) * kcw;
-              aux.b_next = last_ir ? bp + (jr + NR) * kcw : bp + jr * kcw;
-            }
-            float* c = cbase + ir * ldc + jr;
-            if (fp8_pairs) {
-              // One 128-wide scale block at a time: its sums times alpha * a_scale(row) *
-              // b_scale(these columns) go onto C (C's first block with beta, then added).
-              const float* a0 = ap + ir * kcw;
-              const float* b0 = bp + jr * kcw;
-              for (std::int64_t q = 0; q < kc; q += kFp8Block) {
-                const std::int64_t qw = std::min<std::int64_t>(kFp8Block, kc - q) / 2;
-                const float bs = b_scale(pr, k0 + p0 + q, jc + jr);
-                alignas(64) float rs[32];
-                for (int i = 0; i < mr; ++i)
-                  rs[i] = *alpha * a_scale(pr, ic + ir + i, k0 + p0 + q) * bs;
-                const float* bq = q == 0 ? beta : &one;
-                const float* aq = a0 + q / 2 * MR;
-                const float* bq_panel = b0 + q / 2 * NR;
-                if (mr == MR && nr == NR) {
-                  aux.row_scale = rs;
-                  uk(qw, &one, aq, bq_panel, bq, c, ldc, 1, &aux);
-                  continue;
-                }
-                aux.row_scale = nullptr;
-                uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
-                update_edge(c, ldc, edge, NR, mr, nr, *bq, [&](int i) { return rs[i]; });
-              }
-              continue;
-            }
-            if (mr == MR && nr == NR) {
-              uk(kcw, alpha, ap + ir * kcw, bp + jr * kcw, beta, c, ldc, 1, &aux);
-              continue;
-            }
-            uk(kcw, &one, ap + ir * kcw, bp + jr * kcw, &zero, edge, NR, 1, &aux);
-            update_edge(c, ldc, edge, NR, mr, nr, *beta, [&](int) { return *alpha; });
-          }
-        }
+        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        // 16-bit C is written from the tile after the last K block; fetch its lines for
+        // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
+        // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
+        // there).
+        multiply_blocks(pr, {apack[slot], bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, alpha,
+                             t == 0 ? beta0 : &one, via_tile ? ctile : c_at(ic, jc),
+                             via_tile ? ncp : ldc_mem, via_tile && p0 + KC >= K, stages > 1});
       };
       tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
       if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
@@ -774,6 +847,19 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
   }
   if (s.kc == 0) s.kc = b.kc;
+  // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place
+  // and K spans more than one KC block; mk where the sums go through the fp32 tile (16-bit C)
+  // or one K block leaves the orders equal but for NC.
+  if (s.order == Order::automatic)
+    s.order =
+        s.path == Path::packed && p.c_type == DType::f32 && p.k > s.kc ? Order::km : Order::mk;
+  if (p.c_type != DType::f32) s.order = Order::mk;  // 16-bit C: sums through mk's fp32 tile
+  if (s.nc == 0 && s.order == Order::km && s.path == Path::packed) {
+    // B's block is KC deep: as wide as its budget allows.
+    const std::int64_t cols = b.km_block_bytes / (4 * static_cast<std::int64_t>(s.kc));
+    s.nc = static_cast<int>(
+        std::clamp<std::int64_t>(cols - cols % f.nr, std::max(f.nr, b.nc), 1 << 16));
+  }
   if (s.nc == 0) {
     // B is packed for the whole K of a column block: keep that panel within the budget.
     std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
@@ -1150,6 +1236,7 @@ std::string describe(const Schedule& s) {
   } else if (s.split_k > 1) {
     d += fmt::format(" split_k={}", s.split_k);
   }
+  if (s.path == Path::packed) d += fmt::format(" order={}", order_name(s.order));
   d += fmt::format(" stages={}{}", s.stages, s.fuse_items ? " fused-items" : "");
   return d;
 }
@@ -1157,9 +1244,10 @@ std::string describe(const Schedule& s) {
 std::string to_string(const Schedule& s) {
   return fmt::format(
       "path={} isa={} mc={} nc={} kc={} threads={} grid={}x{} k_tile={} split_k={} stages={} "
-      "fuse={} swap={}",
+      "fuse={} swap={} order={}",
       path_name(s.path), isa_name(s.isa), s.mc, s.nc, s.kc, s.threads, s.threads_m, s.threads_n,
-      s.decode_k_tile, s.split_k, s.stages, s.fuse_items ? 1 : 0, s.swap ? 1 : 0);
+      s.decode_k_tile, s.split_k, s.stages, s.fuse_items ? 1 : 0, s.swap ? 1 : 0,
+      order_name(s.order));
 }
 
 Schedule parse_schedule(std::string_view text) {
@@ -1226,6 +1314,14 @@ Schedule parse_schedule(std::string_view text) {
       s.fuse_items = to_int(field, v) != 0;
     } else if (key == "swap") {
       s.swap = to_int(field, v) != 0;
+    } else if (key == "order") {
+      bool found = false;
+      for (Order o : {Order::automatic, Order::mk, Order::km})
+        if (v == order_name(o)) {
+          s.order = o;
+          found = true;
+        }
+      if (!found) bad(field);
     } else {
       bad(field);
     }
