@@ -804,8 +804,9 @@ TEST(Gemm, PackedLoopOrders) {
         }
 }
 
-// The heuristic's order: km on the packed path where C is fp32 and K spans more than one KC
-// block (NC then from the km budget, wider than the mk panel's), mk otherwise.
+// The heuristic's order: km on the packed path where C is fp32, K spans more than one KC block
+// and N at least mk's column block (NC then from the km budget, wider than the mk panel's), mk
+// otherwise.
 TEST(GemmDispatch, PackedOrderHeuristic) {
   Params p;
   p.m = 512;
@@ -825,6 +826,11 @@ TEST(GemmDispatch, PackedOrderHeuristic) {
   p.k = s.kc;  // one K block
   EXPECT_EQ(resolve(p).order, Order::mk);
   p.k = 2048;
+  p.n = mk.nc / 2;  // narrower than one mk column block: A's stream outweighs B's
+  EXPECT_EQ(resolve(p).order, Order::mk);
+  p.n = mk.nc;
+  EXPECT_EQ(resolve(p).order, Order::km);
+  p.n = 2048;
   p.c_type = DType::bf16;  // sums through the fp32 tile, even where km is asked for
   EXPECT_EQ(resolve(p).order, Order::mk);
   p.schedule.order = Order::km;

@@ -847,12 +847,22 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
   }
   if (s.kc == 0) s.kc = b.kc;
-  // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place
-  // and K spans more than one KC block; mk where the sums go through the fp32 tile (16-bit C)
-  // or one K block leaves the orders equal but for NC.
+  // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
+  const std::int64_t mk_nc = [&] {
+    std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
+    if (b.nc > 0) cols = std::min<std::int64_t>(cols, b.nc);
+    return std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16);
+  }();
+  // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place, K
+  // spans more than one KC block and N at least one mk column block (fp32, 2 threads, in one
+  // process: N >= 512 1.03-1.10x; narrower, where A's stream outweighs B's, 256 x 256 x 4096
+  // 0.94x and 256 x 128 x 2048 0.97x in attain bench); mk where the sums go through the fp32
+  // tile (16-bit C) or one K block leaves the orders equal but for NC.
   if (s.order == Order::automatic)
-    s.order =
-        s.path == Path::packed && p.c_type == DType::f32 && p.k > s.kc ? Order::km : Order::mk;
+    s.order = s.path == Path::packed && p.c_type == DType::f32 && p.k > s.kc &&
+                      p.n >= (s.nc > 0 ? s.nc : mk_nc)
+                  ? Order::km
+                  : Order::mk;
   if (p.c_type != DType::f32) s.order = Order::mk;  // 16-bit C: sums through mk's fp32 tile
   if (s.nc == 0 && s.order == Order::km && s.path == Path::packed) {
     // B's block is KC deep: as wide as its budget allows.
@@ -860,12 +870,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.nc = static_cast<int>(
         std::clamp<std::int64_t>(cols - cols % f.nr, std::max(f.nr, b.nc), 1 << 16));
   }
-  if (s.nc == 0) {
-    // B is packed for the whole K of a column block: keep that panel within the budget.
-    std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
-    if (b.nc > 0) cols = std::min<std::int64_t>(cols, b.nc);
-    s.nc = static_cast<int>(std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16));
-  }
+  if (s.nc == 0) s.nc = static_cast<int>(mk_nc);
   s.nc = static_cast<int>(round_up(s.nc, f.nr));
   // A k_tile the decode kernel plays no part in resolves to the default: schedules that differ
   // only there are the same schedule (the tuner measured each as a candidate of its own).
