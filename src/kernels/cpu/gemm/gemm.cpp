@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -859,10 +860,8 @@ Schedule resolve_with(const Params& p, int blocks) {
   // 0.94x and 256 x 128 x 2048 0.97x in attain bench); mk where the sums go through the fp32
   // tile (16-bit C) or one K block leaves the orders equal but for NC.
   if (s.order == Order::automatic)
-    s.order = s.path == Path::packed && p.c_type == DType::f32 && p.k > s.kc &&
-                      p.n >= (s.nc > 0 ? s.nc : mk_nc)
-                  ? Order::km
-                  : Order::mk;
+    s.order = s.path == Path::packed && p.k > s.kc && p.n >= (s.nc > 0 ? s.nc : mk_nc) ? Order::km
+                                                                                       : Order::mk;
   if (p.c_type != DType::f32) s.order = Order::mk;  // 16-bit C: sums through mk's fp32 tile
   if (s.nc == 0 && s.order == Order::km && s.path == Path::packed) {
     // B's block is KC deep: as wide as its budget allows.
@@ -1266,6 +1265,14 @@ Schedule parse_schedule(std::string_view text) {
     if (ec != std::errc() || end != v.data() + v.size() || x < 0) bad(field);
     return x;
   };
+  // An enum field by the name its *_name() function gives each value.
+  auto by_name = [&]<class E>(std::string_view field, std::string_view v,
+                              std::initializer_list<E> all, std::string_view (*name_of)(E)) {
+    for (E e : all)
+      if (v == name_of(e)) return e;
+    bad(field);
+    return *all.begin();  // not reached: bad() throws
+  };
   std::size_t pos = 0;
   while (pos < text.size()) {
     while (pos < text.size() && text[pos] == ' ') ++pos;
@@ -1278,24 +1285,10 @@ Schedule parse_schedule(std::string_view text) {
     if (eq == std::string_view::npos) bad(field);
     const std::string_view key = field.substr(0, eq), v = field.substr(eq + 1);
     if (key == "path") {
-      if (v == "auto")
-        s.path = Path::automatic;
-      else if (v == "packed")
-        s.path = Path::packed;
-      else if (v == "decode")
-        s.path = Path::decode;
-      else if (v == "direct")
-        s.path = Path::direct;
-      else
-        bad(field);
+      s.path =
+          by_name(field, v, {Path::automatic, Path::packed, Path::decode, Path::direct}, path_name);
     } else if (key == "isa") {
-      bool found = false;
-      for (Isa i : {Isa::automatic, Isa::scalar, Isa::avx2, Isa::avx512})
-        if (v == isa_name(i)) {
-          s.isa = i;
-          found = true;
-        }
-      if (!found) bad(field);
+      s.isa = by_name(field, v, {Isa::automatic, Isa::scalar, Isa::avx2, Isa::avx512}, isa_name);
     } else if (key == "mc") {
       s.mc = to_int(field, v);
     } else if (key == "nc") {
@@ -1320,13 +1313,7 @@ Schedule parse_schedule(std::string_view text) {
     } else if (key == "swap") {
       s.swap = to_int(field, v) != 0;
     } else if (key == "order") {
-      bool found = false;
-      for (Order o : {Order::automatic, Order::mk, Order::km})
-        if (v == order_name(o)) {
-          s.order = o;
-          found = true;
-        }
-      if (!found) bad(field);
+      s.order = by_name(field, v, {Order::automatic, Order::mk, Order::km}, order_name);
     } else {
       bad(field);
     }
