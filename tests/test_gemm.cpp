@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "attain/gemm.hpp"
@@ -665,6 +666,53 @@ TEST(Gemm, Bf16PairsDecode) {
       }
 }
 
+// fp32 W with 5-8 rows of A and K >= 384 on the AVX-512 decode path: one pass of all rows
+// against three W rows at a time, A packed into a panel (kDecodePanelMinM..MaxM, MinK). M 4
+// and 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each
+// thread's range; K: the masked last vector (K % 16 != 0), split-K slices (1553 in 3: slices
+// of 640, 640 and 273, the last on the blocks); stages 1 (no prefetch) and 2; exact on small
+// integers, random values, alpha / beta with a bf16 C, padded leading dimensions.
+TEST(Gemm, Fp32PanelDecode) {
+  Params q;
+  q.m = 8, q.k = 4096;
+  const detail::KernelFamily& f512 = detail::family(Isa::avx512);
+  EXPECT_TRUE(detail::decodes_f32_panel(q, f512));
+  EXPECT_FALSE(detail::decode_uses_k_tile(q, f512));
+  EXPECT_TRUE(detail::decode_uses_scratch(q, f512));
+  EXPECT_FALSE(detail::decodes_f32_panel(q, detail::family(Isa::avx2)));
+  q.m = 4;
+  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  EXPECT_TRUE(detail::decode_uses_k_tile(q, f512));
+  q.m = 9;
+  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  q.m = 5, q.k = 383;
+  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  q.k = 384;
+  EXPECT_TRUE(detail::decodes_f32_panel(q, f512));
+  q.b_type = DType::bf16;
+  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  for (std::int64_t m : {4, 5, 6, 7, 8, 9})
+    for (std::int64_t n : {1, 2, 3, 5, 13, 130})
+      for (std::int64_t k : {17, 383, 384, 399, 1553})
+        for (int threads : {1, 2})
+          for (int stages : {1, 2}) {
+            Case c{};
+            c.path = Path::decode;
+            c.m = m, c.n = n, c.k = k;
+            c.threads = threads;
+            c.stages = stages;
+            c.pad = n == 13 ? 3 : 0;
+            c.split_k = k == 1553 && threads == 2 ? 3 : 0;
+            c.ints = true;
+            run_case(c);
+            if (threads == 1 || stages == 1) continue;
+            c.ints = false;
+            run_case(c);
+            c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+            run_case(c);
+          }
+}
+
 // The packing interleave of every family the CPU runs against the scalar one, element for
 // element: panels of 12 and 32 rows, every row count up to R (16-row transposes, 8x8 and 4x4
 // ones, single rows), k with and without a tail of the transpose width, a padded source stride,
@@ -1202,54 +1250,59 @@ TEST(Gemm, NanInfPropagate) {
     for (Path path : {Path::packed, Path::decode, Path::direct})
       for (DType t : {DType::f32, DType::bf16, DType::fp8}) {
         if (path == Path::direct && t != DType::f32) continue;
-        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
-                     std::string(dtype_name(t)));
-        const std::int64_t m = 9, n = 21, k = 140;
-        const std::size_t es = dtype_size(t);
-        std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) * es),
-            w(static_cast<std::size_t>(n * k) * es);
-        auto set = [&](std::vector<std::uint8_t>& v, std::int64_t i, float x) {
-          if (t == DType::f32) std::memcpy(&v[static_cast<std::size_t>(i) * 4], &x, 4);
-          if (t == DType::bf16) {
-            const std::uint16_t h = f32_to_bf16(x);
-            std::memcpy(&v[static_cast<std::size_t>(i) * 2], &h, 2);
-          }
-          if (t == DType::fp8)
-            v[static_cast<std::size_t>(i)] = std::isinf(x) ? 0x7e : f32_to_e4m3(x);
-        };
-        for (std::int64_t i = 0; i < m * k; ++i) set(a, i, 1.0f);
-        for (std::int64_t i = 0; i < n * k; ++i) set(w, i, 0.5f);
-        set(a, 2 * k + 130, std::nanf(""));                         // row 2 of A -> all of C row 2
-        set(w, 5 * k + 7, std::numeric_limits<float>::infinity());  // col 5 -> +Inf (fp8: 448)
-        std::vector<float> as(static_cast<std::size_t>(m * 2), 1.0f),
-            ws(static_cast<std::size_t>(2), 1.0f);
-        std::vector<float> c(static_cast<std::size_t>(m * n), std::nanf(""));
-        Params p;
-        p.a = a.data();
-        p.b = w.data();
-        p.c = c.data();
-        p.a_type = p.b_type = t;
-        p.a_scale = as.data();
-        p.b_scale = ws.data();
-        p.m = m;
-        p.n = n;
-        p.k = k;
-        p.threads = 2;
-        p.schedule.isa = isa;
-        p.schedule.path = path;
-        gemm(p);
-        for (std::int64_t i = 0; i < m; ++i)
-          for (std::int64_t j = 0; j < n; ++j) {
-            const float v = c[static_cast<std::size_t>(i * n + j)];
-            if (i == 2) {
-              EXPECT_TRUE(std::isnan(v)) << i << "," << j;
-            } else if (j == 5 && t != DType::fp8) {
-              EXPECT_TRUE(std::isinf(v) && v > 0) << i << "," << j;
-            } else {
-              const float want = j == 5 ? 0.5f * (k - 1) + 448.0f : 0.5f * k;
-              EXPECT_EQ(v, want) << i << "," << j;
+        // m = 6, k = 410: fp32 on AVX-512 takes the decode path's one-pass panel kernel. The
+        // NaN lies in the last, partial vector of K.
+        for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{9, 140}, {6, 410}}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
+                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
+          if (t != DType::f32 && k > 256) continue;  // the scales below cover two blocks
+          const std::int64_t n = 21;
+          const std::size_t es = dtype_size(t);
+          std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) * es),
+              w(static_cast<std::size_t>(n * k) * es);
+          auto set = [&](std::vector<std::uint8_t>& v, std::int64_t i, float x) {
+            if (t == DType::f32) std::memcpy(&v[static_cast<std::size_t>(i) * 4], &x, 4);
+            if (t == DType::bf16) {
+              const std::uint16_t h = f32_to_bf16(x);
+              std::memcpy(&v[static_cast<std::size_t>(i) * 2], &h, 2);
             }
-          }
+            if (t == DType::fp8)
+              v[static_cast<std::size_t>(i)] = std::isinf(x) ? 0x7e : f32_to_e4m3(x);
+          };
+          for (std::int64_t i = 0; i < m * k; ++i) set(a, i, 1.0f);
+          for (std::int64_t i = 0; i < n * k; ++i) set(w, i, 0.5f);
+          set(a, 2 * k + k - 5, std::nanf(""));  // row 2 of A -> all of C row 2
+          set(w, 5 * k + 7, std::numeric_limits<float>::infinity());  // col 5 -> +Inf (fp8: 448)
+          std::vector<float> as(static_cast<std::size_t>(m * 2), 1.0f),
+              ws(static_cast<std::size_t>(2), 1.0f);
+          std::vector<float> c(static_cast<std::size_t>(m * n), std::nanf(""));
+          Params p;
+          p.a = a.data();
+          p.b = w.data();
+          p.c = c.data();
+          p.a_type = p.b_type = t;
+          p.a_scale = as.data();
+          p.b_scale = ws.data();
+          p.m = m;
+          p.n = n;
+          p.k = k;
+          p.threads = 2;
+          p.schedule.isa = isa;
+          p.schedule.path = path;
+          gemm(p);
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              const float v = c[static_cast<std::size_t>(i * n + j)];
+              if (i == 2) {
+                EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+              } else if (j == 5 && t != DType::fp8) {
+                EXPECT_TRUE(std::isinf(v) && v > 0) << i << "," << j;
+              } else {
+                const float want = j == 5 ? 0.5f * (k - 1) + 448.0f : 0.5f * k;
+                EXPECT_EQ(v, want) << i << "," << j;
+              }
+            }
+        }
       }
 }
 

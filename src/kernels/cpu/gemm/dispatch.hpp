@@ -93,8 +93,15 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
-// Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not).
+// Whether the decode path runs fp32 W with family f's one-pass panel kernel (AVX-512, M from
+// kDecodePanelMinM to kDecodePanelMaxM, K from kDecodePanelMinK; decode_avx512 picks it by
+// the same test on each call's K, which split-K slices shorten: their blocks may not).
+bool decodes_f32_panel(const Params& p, const KernelFamily& f);
+// Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not,
+// the panel kernel not).
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f);
+// Whether it needs DecodeArgs::scratch (the K-tiling kernels and the panel kernel).
+bool decode_uses_scratch(const Params& p, const KernelFamily& f);
 // Whether the direct path takes these operands with family f: W stored (N, K) (trans_b = T);
 // bf16 A and W multiplied as bf16 pairs (direct_pairs), or else the fp32 route: fp32 W read in
 // place, other W converted to fp32 a tile at a time (direct_converts), A converted to fp32 in

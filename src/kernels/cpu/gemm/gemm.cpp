@@ -565,9 +565,9 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
     decode = pr.pairs_decode;
   }
   // Scratch for the kernels that tile K (the fp32 route's converted W tiles, the fp8 pairs'
-  // converted chunks); the bf16 pairs read W in place.
-  if (detail::decode_uses_k_tile(p, *pr.fam))
-    g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile));
+  // converted chunks) or pack A (the fp32 panel kernel); the bf16 pairs read W in place.
+  if (detail::decode_uses_scratch(p, *pr.fam))
+    g.scratch = ws.tmp.get(detail::decode_scratch_floats(g.k_tile, g.k));
   if (slice >= 0) {  // a partial sum: reduced by finish_split()
     g.out = pr.partial + slice * p.m * p.n + n0;
     g.ldo = p.n;

@@ -66,7 +66,7 @@ struct DecodeArgs {
   const float* e4m3 = nullptr;  // decode table (K tails)
   int stages = 2;               // prefetch distance in k tiles (1 = none)
   std::int64_t k_tile = 1024;   // K elements per pipeline tile (multiple of 128)
-  float* scratch = nullptr;     // >= decode_scratch_floats(k_tile) floats, 64-byte aligned
+  float* scratch = nullptr;     // >= decode_scratch_floats(k_tile, k) floats, 64-byte aligned
   // The bf16-pairs decode kernels (decode_*_pairs_*) read A as bf16 rows, `a` unused: for
   // bf16 x bf16 A itself; for fp8 x fp8 A in permute_a_fp8_pairs' order, unscaled, with its
   // 1 x 128 scales a_scale[i * ld_ascale + p/128].
@@ -101,9 +101,18 @@ inline constexpr int kDecodeRows = 4;            // W rows per register tile (al
 // in place over all of K and k_tile plays no part.
 inline constexpr std::int64_t kPairsConvertMinM = 4;
 
-// Scratch the decode kernels need: converted W tile + vector accumulators.
-inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile) {
-  return kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
+// fp32 W with this many rows of A and K from kDecodePanelMinK takes the AVX-512 decode's
+// one-pass panel kernel (all rows of A against each W vector, A packed into scratch; K not
+// tiled). Shorter rows stay on the 4 x 4 blocks (M = 8, 128 x (N x K) cold, 2 threads, panel
+// against blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
+inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
+
+// Scratch the decode kernels need: converted W tile + vector accumulators, or the panel
+// kernel's packed A (kDecodePanelMaxM rows of K rounded up to whole vectors).
+inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile, std::int64_t k) {
+  const std::int64_t tiles = kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
+  const std::int64_t panel = kDecodePanelMaxM * ((k + 15) / 16) * 16;
+  return tiles > panel ? tiles : panel;
 }
 
 // ---- the kernels, by ISA (defined in ukernels/<isa>/*.cpp) ----
