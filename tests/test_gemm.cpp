@@ -666,51 +666,64 @@ TEST(Gemm, Bf16PairsDecode) {
       }
 }
 
-// fp32 W with 5-8 rows of A and K >= 384 on the AVX-512 decode path: one pass of all rows
-// against three W rows at a time, A packed into a panel (kDecodePanelMinM..MaxM, MinK). M 4
-// and 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each
-// thread's range; K: the masked last vector (K % 16 != 0), split-K slices (1553 in 3: slices
-// of 640, 640 and 273, the last on the blocks); stages 1 (no prefetch) and 2; exact on small
-// integers, random values, alpha / beta with a bf16 C, padded leading dimensions.
-TEST(Gemm, Fp32PanelDecode) {
+// fp32, bf16 and fp16 W with 5-8 rows of A and K >= 384 on the AVX-512 decode path: one pass
+// of all rows against three W rows at a time, W converted as loaded, A packed into a panel
+// (panel_shape). M 4 and 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of
+// 1 and 2 in each thread's range; K: the masked last vector (K % 16 != 0), split-K slices
+// (1553 in 3: slices of 640, 640 and 273, the last on the blocks); stages 1 (no prefetch) and
+// 2; exact on small integers, random values, alpha / beta with a bf16 C, padded leading
+// dimensions. fp32 A with bf16 W and fp16 x fp16 (bf16 x bf16 takes the pairs decode where the
+// CPU has AVX512-BF16, and this kernel elsewhere).
+TEST(Gemm, PanelDecode) {
   Params q;
   q.m = 8, q.k = 4096;
   const detail::KernelFamily& f512 = detail::family(Isa::avx512);
-  EXPECT_TRUE(detail::decodes_f32_panel(q, f512));
+  EXPECT_TRUE(detail::decodes_panel(q, f512));
   EXPECT_FALSE(detail::decode_uses_k_tile(q, f512));
   EXPECT_TRUE(detail::decode_uses_scratch(q, f512));
-  EXPECT_FALSE(detail::decodes_f32_panel(q, detail::family(Isa::avx2)));
+  EXPECT_FALSE(detail::decodes_panel(q, detail::family(Isa::avx2)));
   q.m = 4;
-  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  EXPECT_FALSE(detail::decodes_panel(q, f512));
   EXPECT_TRUE(detail::decode_uses_k_tile(q, f512));
   q.m = 9;
-  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  EXPECT_FALSE(detail::decodes_panel(q, f512));
   q.m = 5, q.k = 383;
-  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
+  EXPECT_FALSE(detail::decodes_panel(q, f512));
   q.k = 384;
-  EXPECT_TRUE(detail::decodes_f32_panel(q, f512));
+  EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::bf16;
-  EXPECT_FALSE(detail::decodes_f32_panel(q, f512));
-  for (std::int64_t m : {4, 5, 6, 7, 8, 9})
-    for (std::int64_t n : {1, 2, 3, 5, 13, 130})
-      for (std::int64_t k : {17, 383, 384, 399, 1553})
-        for (int threads : {1, 2})
-          for (int stages : {1, 2}) {
-            Case c{};
-            c.path = Path::decode;
-            c.m = m, c.n = n, c.k = k;
-            c.threads = threads;
-            c.stages = stages;
-            c.pad = n == 13 ? 3 : 0;
-            c.split_k = k == 1553 && threads == 2 ? 3 : 0;
-            c.ints = true;
-            run_case(c);
-            if (threads == 1 || stages == 1) continue;
-            c.ints = false;
-            run_case(c);
-            c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
-            run_case(c);
-          }
+  EXPECT_TRUE(detail::decodes_panel(q, f512));
+  q.a_type = DType::bf16;
+  EXPECT_EQ(detail::decodes_panel(q, f512), !detail::cpu_info().avx512_bf16);
+  q.a_type = q.b_type = DType::f16;
+  EXPECT_TRUE(detail::decodes_panel(q, f512));
+  q.b_type = DType::fp8;
+  EXPECT_FALSE(detail::decodes_panel(q, f512));
+  const std::pair<DType, DType> types[] = {
+      {DType::f32, DType::f32}, {DType::f32, DType::bf16}, {DType::f16, DType::f16}};
+  for (const auto& [at, bt] : types)
+    for (std::int64_t m : {4, 5, 6, 7, 8, 9})
+      for (std::int64_t n : {1, 2, 3, 5, 13, 130})
+        for (std::int64_t k : {17, 383, 384, 399, 1553})
+          for (int threads : {1, 2})
+            for (int stages : {1, 2}) {
+              if (bt != DType::f32 && (m == 6 || m == 7 || n == 5)) continue;
+              Case c{};
+              c.at = at, c.bt = bt;
+              c.path = Path::decode;
+              c.m = m, c.n = n, c.k = k;
+              c.threads = threads;
+              c.stages = stages;
+              c.pad = n == 13 ? 3 : 0;
+              c.split_k = k == 1553 && threads == 2 ? 3 : 0;
+              c.ints = true;
+              run_case(c);
+              if (threads == 1 || stages == 1) continue;
+              c.ints = false;
+              run_case(c);
+              c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+              run_case(c);
+            }
 }
 
 // The packing interleave of every family the CPU runs against the scalar one, element for

@@ -178,18 +178,17 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
          p.m <= kDecodeMaxM;
 }
 
-bool decodes_f32_panel(const Params& p, const KernelFamily& f) {
-  return f.isa == Isa::avx512 && p.b_type == DType::f32 && p.m >= kDecodePanelMinM &&
-         p.m <= kDecodePanelMaxM && p.k >= kDecodePanelMinK;
+bool decodes_panel(const Params& p, const KernelFamily& f) {
+  return f.isa == Isa::avx512 && !decodes_bf16_pairs(p, f) && panel_shape(p.b_type, p.m, p.k);
 }
 
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f) {
-  if (decodes_bf16_pairs(p, f) || decodes_f32_panel(p, f)) return false;
+  if (decodes_bf16_pairs(p, f) || decodes_panel(p, f)) return false;
   return !decodes_fp8_pairs(p, f) || p.m >= kPairsConvertMinM;
 }
 
 bool decode_uses_scratch(const Params& p, const KernelFamily& f) {
-  return decode_uses_k_tile(p, f) || decodes_f32_panel(p, f);
+  return decode_uses_k_tile(p, f) || decodes_panel(p, f);
 }
 
 bool direct_pairs(const Params& p, const KernelFamily& f) {

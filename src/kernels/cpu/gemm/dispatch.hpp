@@ -93,10 +93,11 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
-// Whether the decode path runs fp32 W with family f's one-pass panel kernel (AVX-512, M from
-// kDecodePanelMinM to kDecodePanelMaxM, K from kDecodePanelMinK; decode_avx512 picks it by
-// the same test on each call's K, which split-K slices shorten: their blocks may not).
-bool decodes_f32_panel(const Params& p, const KernelFamily& f);
+// Whether the decode path runs family f's one-pass panel kernel (AVX-512; panel_shape: fp32,
+// bf16 or fp16 W, M from kDecodePanelMinM to MaxM, K from MinK; not where the bf16 pairs
+// decode runs). decode_avx512 picks it by panel_shape on each call's K, which split-K slices
+// shorten: their blocks may not.
+bool decodes_panel(const Params& p, const KernelFamily& f);
 // Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not,
 // the panel kernel not).
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f);

@@ -1,6 +1,6 @@
 // Decode path, AVX-512: W rows streamed once and converted in registers (4 W rows x 4 A rows
-// of zmm accumulators; see simd_stream.hpp), and fp32 W with 5-8 rows of A in one pass
-// (decode_f32_panel below).
+// of zmm accumulators; see simd_stream.hpp), and fp32 / bf16 / fp16 W with 5-8 rows of A in
+// one pass (decode_panel below).
 #include <algorithm>
 #include <cstdint>
 
@@ -11,11 +11,28 @@ namespace attain::gemm::detail {
 
 namespace {
 
-// Bytes ahead of the loads that each W row's software prefetch runs (stages > 1). 512-1024
-// measured best on Zen 5 (8 x 24576 x 1536, 1 thread: none 10.0 ms, 256 B 9.4, 512 B 7.7,
-// 1 KiB 7.6; docs/gemm.md, sixteenth session).
-constexpr std::int64_t kPanelAheadBytes = 1024;
-static_assert(kDecodePanelMinK * 4 >= kPanelAheadBytes, "rows shorter than the distance");
+// Values of K ahead of the loads that each W row's software prefetch runs (stages > 1): 1 KiB of
+// fp32, the best of 256 B - 1 KiB on Zen 5 (8 x 24576 x 1536, 1 thread: none 10.0 ms, 256 B
+// 9.4, 512 B 7.7, 1 KiB 7.6; docs/gemm.md, sixteenth session).
+constexpr std::int64_t kPanelAhead = 256;
+static_assert(kDecodePanelMinK >= kPanelAhead, "rows shorter than the distance");
+
+// L values of K of a W row in storage dtype T as fp32 (all, or those in `live`, zeros past).
+template <DType T>
+__attribute__((always_inline)) inline __m512 w_load(const std::byte* row, std::int64_t p) {
+  if constexpr (T == DType::f32) return Avx512Load::f32(row + p * 4);
+  if constexpr (T == DType::bf16) return Avx512Load::bf16(row + p * 2);
+  if constexpr (T == DType::f16) return Avx512Load::f16(row + p * 2);
+}
+template <DType T>
+__attribute__((always_inline)) inline __m512 w_load(const std::byte* row, std::int64_t p,
+                                                    __mmask16 live) {
+  if constexpr (T == DType::f32) return _mm512_maskz_loadu_ps(live, row + p * 4);
+  const __m256i h = _mm256_maskz_loadu_epi16(live, row + p * 2);
+  if constexpr (T == DType::bf16)
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  if constexpr (T == DType::f16) return _mm512_cvtph_ps(h);
+}
 
 // A's MB rows interleaved a vector at a time: panel[(s * MB + i) * 16 + l] = a(i, 16 s + l),
 // zeros past K, so one pointer walks all rows (eight row pointers and three W rows left GCC
@@ -51,16 +68,18 @@ __attribute__((always_inline)) inline void panel_step(__m512 (&acc)[MB][NB], con
 }
 
 // out(i, j0 + j) for i < MB, j < NB: one pass over the NB W rows, all MB rows of A against
-// each loaded vector (MB x NB <= 24 accumulators, NB W vectors and one A vector in registers).
-// K's last partial vector loads W masked (A's panel is zero there). kPrefetch: each step
-// fetches a line of each W row kPanelAheadBytes on, in its own row or, near its end, in the
-// next tile's rows within this thread's range.
-template <int MB, int NB, bool kPrefetch>
+// each loaded vector (MB x NB <= 24 accumulators, NB W vectors and one A vector in registers),
+// W converted to fp32 as it is loaded. K's last partial vector loads W masked (A's panel is
+// zero there). kPrefetch: each step fetches a line of each W row kPanelAhead values on, in its
+// own row or, near its end, in the next tile's rows within this thread's range (16-bit rows:
+// a line every other step).
+template <DType T, int MB, int NB, bool kPrefetch>
 __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g, const float* panel,
                                                       std::int64_t j0) {
-  const float* w[NB];
-  for (int j = 0; j < NB; ++j) w[j] = static_cast<const float*>(g.w) + (j0 + j) * g.ldw;
-  constexpr std::int64_t ahead = kPanelAheadBytes / 4;
+  constexpr std::int64_t es = T == DType::f32 ? 4 : 2;
+  const std::byte* w[NB];
+  for (int j = 0; j < NB; ++j) w[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * es;
+  constexpr std::int64_t ahead = kPanelAhead;
   __m512 acc[MB][NB];
 #pragma GCC unroll 8
   for (int i = 0; i < MB; ++i)
@@ -76,8 +95,8 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g, const
     for (; p + ahead < kv; p += 16, ap += MB * 16) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        prefetch_line(w[j] + p + ahead);
-        x[j] = _mm512_loadu_ps(w[j] + p);
+        if (es == 4 || (p & 31) == 0) prefetch_line(w[j] + (p + ahead) * es);
+        x[j] = w_load<T>(w[j], p);
       }
       panel_step<MB, NB>(acc, x, ap);
     }
@@ -87,14 +106,16 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g, const
     // integers: they may lie outside W (prefetches do not fault).
     std::uintptr_t next[NB];
     for (int j = 0; j < NB; ++j)
-      next[j] = j0 + NB + j < g.n1 ? reinterpret_cast<std::uintptr_t>(w[j] + NB * g.ldw) +
-                                         static_cast<std::uintptr_t>((ahead - g.k) * 4)
+      next[j] = j0 + NB + j < g.n1 ? reinterpret_cast<std::uintptr_t>(w[j] + NB * g.ldw * es) +
+                                         static_cast<std::uintptr_t>((ahead - g.k) * es)
                                    : reinterpret_cast<std::uintptr_t>(w[j]);
     for (; p < kv; p += 16, ap += MB * 16) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        prefetch_line(reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * 4)));
-        x[j] = _mm512_loadu_ps(w[j] + p);
+        if (es == 4 || (p & 31) == 0)
+          prefetch_line(
+              reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
+        x[j] = w_load<T>(w[j], p);
       }
       panel_step<MB, NB>(acc, x, ap);
     }
@@ -102,13 +123,13 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g, const
 #pragma GCC unroll 2
     for (; p < kv; p += 16, ap += MB * 16) {
 #pragma GCC unroll 3
-      for (int j = 0; j < NB; ++j) x[j] = _mm512_loadu_ps(w[j] + p);
+      for (int j = 0; j < NB; ++j) x[j] = w_load<T>(w[j], p);
       panel_step<MB, NB>(acc, x, ap);
     }
   }
   if (p < g.k) {
     const auto live = static_cast<__mmask16>((1u << (g.k - p)) - 1);
-    for (int j = 0; j < NB; ++j) x[j] = _mm512_maskz_loadu_ps(live, w[j] + p);
+    for (int j = 0; j < NB; ++j) x[j] = w_load<T>(w[j], p, live);
     panel_step<MB, NB>(acc, x, ap);
   }
   // Each row of A's NB sums in one reduction tree, stored together (one masked store per row:
@@ -122,44 +143,55 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g, const
                                      NB > 2 ? acc[i][NB > 2 ? 2 : 0] : z, z));
 }
 
-template <int MB, bool kPrefetch>
+template <DType T, int MB, bool kPrefetch>
 void panel_tiles(const DecodeArgs& g) {
   std::int64_t j = g.n0;
-  for (; j + 3 <= g.n1; j += 3) panel_tile<MB, 3, kPrefetch>(g, g.scratch, j);
-  if (g.n1 - j == 2) panel_tile<MB, 2, kPrefetch>(g, g.scratch, j);
-  if (g.n1 - j == 1) panel_tile<MB, 1, kPrefetch>(g, g.scratch, j);
+  for (; j + 3 <= g.n1; j += 3) panel_tile<T, MB, 3, kPrefetch>(g, g.scratch, j);
+  if (g.n1 - j == 2) panel_tile<T, MB, 2, kPrefetch>(g, g.scratch, j);
+  if (g.n1 - j == 1) panel_tile<T, MB, 1, kPrefetch>(g, g.scratch, j);
 }
 
-template <int MB>
+template <DType T, int MB>
 void panel_rows(const DecodeArgs& g) {
   pack_panel<MB>(g, g.scratch);
-  if (g.stages > 1) return panel_tiles<MB, true>(g);
-  panel_tiles<MB, false>(g);
+  if (g.stages > 1) return panel_tiles<T, MB, true>(g);
+  panel_tiles<T, MB, false>(g);
 }
 
-// fp32 W with kDecodePanelMinM..kDecodePanelMaxM rows of A: every W vector loaded once and
-// multiplied by all rows of A from a packed panel in L1/L2, three W rows at a time, instead of
-// the 4 x 4 blocks' two passes (the second re-reading W from L1). The stream and the FMAs
-// then overlap: 8 x 24576 x 1536, 1 thread, 10.4 -> 7.5 ms against a 7.1 ms bare read.
-void decode_f32_panel(const DecodeArgs& g) {
+template <DType T>
+void panel_typed(const DecodeArgs& g) {
   switch (g.m) {
     case 5:
-      return panel_rows<5>(g);
+      return panel_rows<T, 5>(g);
     case 6:
-      return panel_rows<6>(g);
+      return panel_rows<T, 6>(g);
     case 7:
-      return panel_rows<7>(g);
+      return panel_rows<T, 7>(g);
     default:
-      return panel_rows<8>(g);
+      return panel_rows<T, 8>(g);
+  }
+}
+
+// fp32 / bf16 / fp16 W with kDecodePanelMinM..kDecodePanelMaxM rows of A and K from
+// kDecodePanelMinK: every W vector loaded (and converted) once and multiplied by all rows of A
+// from a packed panel in L1 / L2, three W rows at a time, instead of the 4 x 4 blocks' two
+// passes (the second re-reading W, or its converted copy, from L1). fp32 8 x 24576 x 1536,
+// 1 thread: 10.4 -> 7.5 ms.
+void decode_panel(const DecodeArgs& g) {
+  switch (g.w_type) {
+    case DType::bf16:
+      return panel_typed<DType::bf16>(g);
+    case DType::f16:
+      return panel_typed<DType::f16>(g);
+    default:
+      return panel_typed<DType::f32>(g);
   }
 }
 
 }  // namespace
 
 void decode_avx512(const DecodeArgs& args) {
-  if (args.w_type == DType::f32 && args.m >= kDecodePanelMinM && args.m <= kDecodePanelMaxM &&
-      args.k >= kDecodePanelMinK)
-    return decode_f32_panel(args);
+  if (panel_shape(args.w_type, args.m, args.k)) return decode_panel(args);
   Stream<Avx512Load>::decode(args);
 }
 
