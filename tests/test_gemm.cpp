@@ -1420,73 +1420,124 @@ TEST(Gemm, Fp8DecodeActivationMagnitudes) {
       }
 }
 
+// Every form, items in one region or one each (Fuse on / off / automatic), 2 threads.
 TEST(Gemm, BatchedAndGrouped) {
-  // Batched: 3 items of (5 x 7) . (9 x 7)^T, compared with per-item gemm calls.
-  const std::int64_t bt = 3, m = 5, n = 9, k = 7;
-  std::vector<float> a(static_cast<std::size_t>(bt * m * k)),
-      w(static_cast<std::size_t>(bt * n * k));
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
-  std::vector<float> c1(static_cast<std::size_t>(bt * m * n)), c2(c1.size());
-  Params p;
-  p.a = a.data();
-  p.b = w.data();
-  p.c = c1.data();
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  batched_gemm(p, bt, {m * k, n * k, m * n, 0, 0});
-  for (std::int64_t b = 0; b < bt; ++b) {
-    Params q = p;
-    q.a = a.data() + b * m * k;
-    q.b = w.data() + b * n * k;
-    q.c = c2.data() + b * m * n;
-    gemm(q);
-  }
-  EXPECT_EQ(c1, c2);
-
-  // Grouped contiguous: rows {0, 2, 0} of 3 groups -> offsets; masked: padding rows NaN.
-  const std::int32_t offsets[] = {0, 2, 2, 5};  // group 0: 2 rows, group 1: none, group 2: 3 rows
-  std::vector<float> cg(static_cast<std::size_t>(5 * n), std::nanf(""));
-  p.c = cg.data();
-  p.m = 5;
-  grouped_gemm_contiguous(p, 3, offsets);
-  for (std::int64_t r = 0; r < 5; ++r) {
-    const std::int64_t g = r < 2 ? 0 : 2;
-    for (std::int64_t j = 0; j < n; ++j) {
-      double ref = 0;
-      for (std::int64_t q = 0; q < k; ++q)
-        ref += a[static_cast<std::size_t>(r * k + q)] *
-               w[static_cast<std::size_t>((g * n + j) * k + q)];
-      EXPECT_EQ(cg[static_cast<std::size_t>(r * n + j)], ref);
+  for (const Fuse fuse : {Fuse::automatic, Fuse::on, Fuse::off}) {
+    SCOPED_TRACE(std::string("fuse=") + std::string(fuse_name(fuse)));
+    // Batched: 3 items of (5 x 7) . (9 x 7)^T, compared with per-item gemm calls.
+    const std::int64_t bt = 3, m = 5, n = 9, k = 7;
+    std::vector<float> a(static_cast<std::size_t>(bt * m * k)),
+        w(static_cast<std::size_t>(bt * n * k));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+    std::vector<float> c1(static_cast<std::size_t>(bt * m * n)), c2(c1.size());
+    Params p;
+    p.a = a.data();
+    p.b = w.data();
+    p.c = c1.data();
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.threads = 2;
+    p.schedule.fuse_items = fuse;
+    batched_gemm(p, bt, {m * k, n * k, m * n, 0, 0});
+    for (std::int64_t b = 0; b < bt; ++b) {
+      Params q = p;
+      q.a = a.data() + b * m * k;
+      q.b = w.data() + b * n * k;
+      q.c = c2.data() + b * m * n;
+      gemm(q);
     }
-  }
-  const std::int64_t max_m = 4;
-  const std::int32_t counts[] = {4, 0, 1};
-  std::vector<float> am(static_cast<std::size_t>(3 * max_m * k), std::nanf(""));
-  for (std::int64_t g = 0; g < 3; ++g)
-    for (std::int64_t r = 0; r < counts[g]; ++r)
-      for (std::int64_t q = 0; q < k; ++q)
-        am[static_cast<std::size_t>((g * max_m + r) * k + q)] = static_cast<float>((r + q + g) % 3);
-  std::vector<float> cm(static_cast<std::size_t>(3 * max_m * n), -7.0f);
-  p.a = am.data();
-  p.c = cm.data();
-  p.m = max_m;
-  grouped_gemm_masked(p, 3, counts);
-  for (std::int64_t g = 0; g < 3; ++g)
-    for (std::int64_t r = 0; r < max_m; ++r)
+    EXPECT_EQ(c1, c2);
+
+    // Grouped contiguous: rows {0, 2, 0} of 3 groups -> offsets; masked: padding rows NaN.
+    const std::int32_t offsets[] = {0, 2, 2, 5};  // group 0: 2 rows, group 1: none, group 2: 3 rows
+    std::vector<float> cg(static_cast<std::size_t>(5 * n), std::nanf(""));
+    p.c = cg.data();
+    p.m = 5;
+    grouped_gemm_contiguous(p, 3, offsets);
+    for (std::int64_t r = 0; r < 5; ++r) {
+      const std::int64_t g = r < 2 ? 0 : 2;
       for (std::int64_t j = 0; j < n; ++j) {
-        const float got = cm[static_cast<std::size_t>((g * max_m + r) * n + j)];
-        if (r >= counts[g]) {
-          EXPECT_EQ(got, -7.0f) << "padding row written";
-          continue;
-        }
         double ref = 0;
         for (std::int64_t q = 0; q < k; ++q)
-          ref += am[static_cast<std::size_t>((g * max_m + r) * k + q)] *
+          ref += a[static_cast<std::size_t>(r * k + q)] *
                  w[static_cast<std::size_t>((g * n + j) * k + q)];
-        EXPECT_EQ(got, ref);
+        EXPECT_EQ(cg[static_cast<std::size_t>(r * n + j)], ref);
       }
+    }
+    const std::int64_t max_m = 4;
+    const std::int32_t counts[] = {4, 0, 1};
+    std::vector<float> am(static_cast<std::size_t>(3 * max_m * k), std::nanf(""));
+    for (std::int64_t g = 0; g < 3; ++g)
+      for (std::int64_t r = 0; r < counts[g]; ++r)
+        for (std::int64_t q = 0; q < k; ++q)
+          am[static_cast<std::size_t>((g * max_m + r) * k + q)] =
+              static_cast<float>((r + q + g) % 3);
+    std::vector<float> cm(static_cast<std::size_t>(3 * max_m * n), -7.0f);
+    p.a = am.data();
+    p.c = cm.data();
+    p.m = max_m;
+    grouped_gemm_masked(p, 3, counts);
+    for (std::int64_t g = 0; g < 3; ++g)
+      for (std::int64_t r = 0; r < max_m; ++r)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const float got = cm[static_cast<std::size_t>((g * max_m + r) * n + j)];
+          if (r >= counts[g]) {
+            EXPECT_EQ(got, -7.0f) << "padding row written";
+            continue;
+          }
+          double ref = 0;
+          for (std::int64_t q = 0; q < k; ++q)
+            ref += am[static_cast<std::size_t>((g * max_m + r) * k + q)] *
+                   w[static_cast<std::size_t>((g * n + j) * k + q)];
+          EXPECT_EQ(got, ref);
+        }
+  }
+}
+
+// Fuse::automatic: one region where the items' rough costs, dealt largest first, finish no
+// later than all threads on each item in turn (with a fork/join each); on / off as told.
+TEST(GemmDispatch, FuseItemsDecision) {
+  Call c;
+  c.p.threads = 2;
+  c.p.m = 8, c.p.n = 2048, c.p.k = 128;
+  c.form = Form::batched;
+  c.items = 128;
+  c.strides = {8 * 128, 2048 * 128, 8 * 2048, 0, 0};
+  EXPECT_TRUE(fuses_items(c));  // many small items (attention's decode products)
+  c.p.schedule.fuse_items = Fuse::off;
+  EXPECT_FALSE(fuses_items(c));
+  c.p.schedule.fuse_items = Fuse::automatic;
+  c.p.threads = 1;
+  EXPECT_FALSE(fuses_items(c));  // one thread: nothing to share out
+  c.p.threads = 2;
+  c.p.m = c.p.n = c.p.k = 2048;
+  c.items = 3;  // three big items on two threads: one would finish alone
+  EXPECT_FALSE(fuses_items(c));
+  c.p.schedule.fuse_items = Fuse::on;
+  EXPECT_TRUE(fuses_items(c));
+  c.p.schedule.fuse_items = Fuse::automatic;
+  c.items = 2;  // one each
+  EXPECT_TRUE(fuses_items(c));
+  c.items = 4;
+  EXPECT_TRUE(fuses_items(c));
+  // Grouped: one group of 2000 rows beside three of one row is not shared out evenly.
+  const std::int32_t offsets[] = {0, 2000, 2001, 2002, 2003};
+  c.form = Form::grouped_contiguous;
+  c.items = 4;
+  c.index = offsets;
+  c.p.m = 2003, c.p.n = 512, c.p.k = 512;
+  EXPECT_FALSE(fuses_items(c));
+  const std::int32_t even[] = {0, 500, 1000, 1500, 2003};
+  c.index = even;
+  EXPECT_TRUE(fuses_items(c));
+  c.form = Form::single;
+  c.items = 1;
+  c.p.schedule.fuse_items = Fuse::on;
+  EXPECT_FALSE(fuses_items(c));
 }
 
 }  // namespace

@@ -133,7 +133,9 @@ TEST(Tune, ScheduleTextRoundTrips) {
   s.path = gemm::Path::decode;
   s.isa = gemm::Isa::scalar;
   s.mc = 48, s.nc = 96, s.kc = 128, s.threads = 2, s.threads_m = 1, s.threads_n = 2;
-  s.decode_k_tile = 512, s.split_k = 4, s.stages = 3, s.fuse_items = true;
+  s.decode_k_tile = 512, s.split_k = 4, s.stages = 3, s.fuse_items = gemm::Fuse::on;
+  EXPECT_EQ(gemm::parse_schedule(gemm::to_string(s)), s);
+  s.fuse_items = gemm::Fuse::off;
   EXPECT_EQ(gemm::parse_schedule(gemm::to_string(s)), s);
   for (gemm::Order o : {gemm::Order::mk, gemm::Order::km}) {
     s.order = o;
@@ -146,7 +148,7 @@ TEST(Tune, ScheduleTextRoundTrips) {
     return x;
   }());
   for (const char* bad :
-       {"path=fast", "threads=-1", "grid=2", "colour=red", "mc=12x", "kc", "order=nk"})
+       {"path=fast", "threads=-1", "grid=2", "colour=red", "mc=12x", "kc", "order=nk", "fuse=2"})
     EXPECT_THROW(gemm::parse_schedule(bad), std::invalid_argument) << bad;
 }
 
@@ -161,15 +163,18 @@ TEST(Tune, HeuristicAndModelAreDeterministicAndSane) {
                    cb = backends::gemm_call(big, opt);
   EXPECT_EQ(tune::heuristic(ct, m), tune::heuristic(ct, m));
   EXPECT_EQ(tune::heuristic(ct, m).threads, 1);  // tiny: no second thread
-  EXPECT_TRUE(tune::heuristic(cm, m).fuse_items);
+  EXPECT_EQ(tune::heuristic(cm, m).fuse_items, gemm::Fuse::on);
   EXPECT_EQ(tune::heuristic(cb, m).threads, 2);
   // The model: waking a thread for a tiny op costs more than it saves; one region for 64
-  // small items beats 64 regions; a big op wants both threads.
-  gemm::Schedule one, fused;
+  // small items beats 64 regions (and is the engine's own choice there); a big op wants both
+  // threads.
+  gemm::Schedule one, fused, per_item;
   one.threads = 1;
-  fused.fuse_items = true;
+  fused.fuse_items = gemm::Fuse::on;
+  per_item.fuse_items = gemm::Fuse::off;
   EXPECT_LT(tune::estimate(ct, one, m), tune::estimate(ct, {}, m));
-  EXPECT_LT(tune::estimate(cm, fused, m), tune::estimate(cm, {}, m));
+  EXPECT_LT(tune::estimate(cm, fused, m), tune::estimate(cm, per_item, m));
+  EXPECT_EQ(tune::estimate(cm, fused, m), tune::estimate(cm, {}, m));
   EXPECT_LT(tune::estimate(cb, {}, m), tune::estimate(cb, one, m));
   const auto a = tune::candidates(cb, m), b = tune::candidates(cb, m);
   ASSERT_EQ(a.size(), b.size());

@@ -35,10 +35,16 @@ enum class Path : std::uint8_t { automatic, packed, decode, direct };
 // twice as wide and A is packed half as often. km needs C updated in place: with 16-bit C a
 // schedule resolves to mk (its fp32 tile).
 enum class Order : std::uint8_t { automatic, mk, km };
+// Batched and grouped calls: every item's blocks in one parallel region (on), or one region per
+// item, each item cut for all threads (off). automatic: one region where the items' rough
+// costs share out to the threads no worse than one region each would, its fork/join counted
+// (fuses_items()).
+enum class Fuse : std::uint8_t { automatic, on, off };
 
 std::string_view isa_name(Isa isa);
 std::string_view path_name(Path p);
 std::string_view order_name(Order o);
+std::string_view fuse_name(Fuse f);  // "auto", "1", "0" (the text form's values)
 
 struct Schedule {
   Path path = Path::automatic;
@@ -59,9 +65,8 @@ struct Schedule {
   int split_k = 0;
   int stages = 0;                  // tile pipeline depth / prefetch distance (0 = Params::stages)
   Order order = Order::automatic;  // the packed path's loop order
-  // Batched and grouped calls: every item's blocks in ONE parallel region (true), or one
-  // region per item, each using all threads (false: the engine's behaviour before scheduling).
-  bool fuse_items = false;
+  // Batched and grouped calls: one parallel region for every item's blocks or one per item.
+  Fuse fuse_items = Fuse::automatic;
   // The direct path on the swapped operands: C^T = W . A^T, A's rows read in place, W^T packed
   // once, C written as whole rows (path direct or automatic; A stored (M, K), W stored (N, K),
   // neither fp8). For small N against large M (attention's N = head_dim = 128), where the packed
@@ -145,6 +150,11 @@ struct Call {
 std::string_view form_name(Form f);
 // Runs the call in its form (gemm / batched_gemm / grouped_gemm_*).
 void run(const Call& c);
+// Whether run(c) puts every item's blocks in one region: Fuse::on, or Fuse::automatic where the
+// items' rough costs (weights streamed plus flops, as for the thread-count choice), dealt
+// largest first to the threads, finish no later than the items one after the other with all
+// threads each plus a fork/join per item. Single calls: false.
+bool fuses_items(const Call& c);
 // Independent calls in ONE parallel region of `threads` threads: every call's (every item's)
 // blocks are shared out to the threads, largest first, so a chain of small ops pays one
 // fork/join instead of one per op. Each call's own schedule gives its path, blocks and

@@ -298,7 +298,9 @@ double estimate(const Call& c, const Schedule& sched, const Machine& mc) {
   auto busy = [&](int threads) {
     return static_cast<int>(std::min<std::size_t>(work.size(), std::max(1, threads)));
   };
-  if (c.form != Form::single && sched.fuse_items) {
+  gemm::Call fc = c;
+  fc.p.schedule = sched;
+  if (gemm::fuses_items(fc)) {
     int threads = 1;
     for (std::int64_t m : rows) {
       const auto [q, s] = resolved(m);
@@ -339,14 +341,15 @@ Schedule heuristic(const Call& c, const Machine& mc) {
   // 2. Many items: one region for all of them, each item whole when there are enough items
   //    to keep every thread busy, else each item cut in as many column blocks as needed.
   if (c.form != Form::single && rows.size() > 1) {
-    s.fuse_items = true;
+    s.fuse_items = gemm::Fuse::on;
     const int per_item = static_cast<int>(
         std::max<std::int64_t>(1, ceil_div(s.threads, static_cast<std::int64_t>(rows.size()))));
     s.threads_m = 1;
     s.threads_n = per_item;
   }
   // 3. The decode path with too few W rows per thread and a long K: split K instead.
-  if (decode_ok(c) && s.threads > 1 && c.p.n < 64 * s.threads && c.p.k >= 1024 && !s.fuse_items) {
+  if (decode_ok(c) && s.threads > 1 && c.p.n < 64 * s.threads && c.p.k >= 1024 &&
+      s.fuse_items != gemm::Fuse::on) {
     s.path = Path::decode;
     s.split_k = s.threads;
   }
@@ -388,7 +391,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
       for (const auto& [gm, gn] : grids) {
         Schedule base;
         base.threads = t;
-        base.fuse_items = fuse != 0;
+        base.fuse_items = fuse != 0 ? gemm::Fuse::on : gemm::Fuse::off;
         if (decode_ok(c)) {
           for (int split : {1, 2, 4, 8}) {
             if (split > 1 && (gm != 1 || c.p.k < 256 * split)) continue;

@@ -61,10 +61,10 @@ SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt) {
   std::vector<std::size_t> order = {0}, rest;
   std::set<std::tuple<int, bool, int>> families;
   auto family = [&](std::size_t i) {
-    gemm::Params q = c.p;
-    q.schedule = cands[i];
-    const gemm::Schedule rs = gemm::resolve(q);
-    return std::tuple<int, bool, int>(rs.threads, rs.fuse_items, static_cast<int>(rs.path));
+    gemm::Call cc = c;
+    cc.p.schedule = cands[i];
+    const gemm::Schedule rs = gemm::resolve(cc.p);
+    return std::tuple<int, bool, int>(rs.threads, gemm::fuses_items(cc), static_cast<int>(rs.path));
   };
   families.insert(family(0));
   for (std::size_t i : ranked) (families.insert(family(i)).second ? order : rest).push_back(i);

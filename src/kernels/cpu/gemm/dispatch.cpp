@@ -314,6 +314,18 @@ std::string_view path_name(Path p) {
   return "?";
 }
 
+std::string_view fuse_name(Fuse f) {
+  switch (f) {
+    case Fuse::automatic:
+      return "auto";
+    case Fuse::on:
+      return "1";
+    case Fuse::off:
+      return "0";
+  }
+  return "?";
+}
+
 std::string_view order_name(Order o) {
   switch (o) {
     case Order::automatic:
