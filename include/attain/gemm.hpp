@@ -122,6 +122,8 @@ void gemm(const Params& p);
 
 // The schedule gemm(p) would run with every automatic field resolved.
 Schedule resolve(const Params& p);
+// A resolved schedule as readable text (the kernel, blocks, threads, grid, ...; the items'
+// regions of a batched call are the call's: tune::describe adds them).
 std::string describe(const Schedule& s);
 
 // Batched: batch independent products; item b uses a + b*stride_a etc. (element strides).

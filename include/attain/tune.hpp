@@ -51,6 +51,10 @@ Key key_of(const gemm::Call& c);
 
 // Rows of every item of the call with any (n and k are shared), in item order.
 std::vector<std::int64_t> item_rows(const gemm::Call& c);
+// What schedule s runs for the call, as text: describe() of the first item's resolved schedule,
+// plus, for batched and grouped calls, whether the items share one region ("fused-items") or
+// have one each ("item-regions"), as the engine decides it (gemm::fuses_items).
+std::string describe(const gemm::Call& c, const gemm::Schedule& s);
 gemm::Schedule heuristic(const gemm::Call& c, const Machine& m);
 std::vector<gemm::Schedule> candidates(const gemm::Call& c, const Machine& m);
 double estimate(const gemm::Call& c, const gemm::Schedule& s, const Machine& m);  // seconds

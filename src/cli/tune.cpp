@@ -94,19 +94,10 @@ int explain(const std::string& spec, const tune::TuneConfig& cfg, tune::Schedule
                  ? "no entry; the nearest tuned shape would be used"
                  : "no entry; the cost model would choose");
   const gemm::Schedule h = tune::heuristic(call, m);
-  {
-    // Schedules resolve per item: show them for the first item's rows (a grouped call's p.m
-    // counts all of them), as the search's list does.
-    gemm::Params q = call.p;
-    const std::vector<std::int64_t> rows = tune::item_rows(call);
-    if (!rows.empty()) q.m = rows.front();
-    q.schedule = h;
-    fmt::print("heuristic {}  (model {})\n", gemm::describe(gemm::resolve(q)),
-               us(tune::estimate(call, h, m)));
-    q.schedule = gemm::Schedule{};
-    fmt::print("default   {}  (model {})\n", gemm::describe(gemm::resolve(q)),
-               us(tune::estimate(call, gemm::Schedule{}, m)));
-  }
+  // Schedules resolve per item: shown for the first item's rows, as the search's list does.
+  fmt::print("heuristic {}  (model {})\n", tune::describe(call, h), us(tune::estimate(call, h, m)));
+  fmt::print("default   {}  (model {})\n", tune::describe(call, gemm::Schedule{}),
+             us(tune::estimate(call, gemm::Schedule{}, m)));
   tune::SearchOptions so = cfg.search;
   so.bytes = set.total_bytes();
   const tune::SearchResult r = tune::search(call, m, so);
@@ -115,9 +106,7 @@ int explain(const std::string& spec, const tune::TuneConfig& cfg, tune::Schedule
       r.ranked, r.trials.size());
   fmt::print("  {:>10} {:>10} {:>7}  schedule\n", "model", "measured", "vs def");
   auto shown = [&](const std::string& text) {
-    gemm::Params q = call.p;
-    q.schedule = gemm::parse_schedule(text);
-    return gemm::describe(gemm::resolve(q));
+    return tune::describe(call, gemm::parse_schedule(text));
   };
   for (const auto& t : r.trials)
     fmt::print("  {:>10} {:>10} {:>6.2f}x  {}{}\n", us(t.estimate_s), us(t.median_s),

@@ -218,6 +218,17 @@ std::vector<double> block_seconds(const std::vector<BlockWork>& work, const Mach
 
 }  // namespace
 
+std::string describe(const Call& c, const Schedule& s) {
+  Call cc = c;
+  cc.p.schedule = s;
+  gemm::Params q = cc.p;
+  const std::vector<std::int64_t> rows = item_rows(c);
+  if (!rows.empty()) q.m = rows.front();  // a grouped call's p.m counts every item's rows
+  std::string d = gemm::describe(gemm::resolve(q));
+  if (c.form != Form::single) d += gemm::fuses_items(cc) ? " fused-items" : " item-regions";
+  return d;
+}
+
 std::vector<std::int64_t> item_rows(const Call& c) {
   std::vector<std::int64_t> rows;
   switch (c.form) {
@@ -361,12 +372,9 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
   std::vector<Schedule> out;
   std::set<std::string> seen;
   const std::vector<std::int64_t> rows = item_rows(c);
-  // Two schedules that resolve to the same one for this shape are one candidate.
+  // Two schedules that run the same for this call are one candidate.
   auto add = [&](const Schedule& s) {
-    gemm::Params q = c.p;
-    q.m = rows.empty() ? c.p.m : rows.front();
-    q.schedule = s;
-    if (seen.insert(gemm::describe(gemm::resolve(q))).second) out.push_back(s);
+    if (seen.insert(describe(c, s)).second) out.push_back(s);
   };
   add(Schedule{});  // the default
   add(heuristic(c, mc));

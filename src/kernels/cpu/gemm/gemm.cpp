@@ -1241,10 +1241,7 @@ std::string describe(const Schedule& s) {
     d += fmt::format(" split_k={}", s.split_k);
   }
   if (s.path == Path::packed) d += fmt::format(" order={}", order_name(s.order));
-  d += fmt::format(" stages={}{}", s.stages,
-                   s.fuse_items == Fuse::on    ? " fused-items"
-                   : s.fuse_items == Fuse::off ? " item-regions"
-                                               : "");
+  d += fmt::format(" stages={}", s.stages);
   return d;
 }
 
