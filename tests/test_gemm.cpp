@@ -667,13 +667,13 @@ TEST(Gemm, Bf16PairsDecode) {
 }
 
 // fp32, bf16 and fp16 W with 5-8 rows of A and K >= 384 on the AVX-512 decode path: one pass
-// of all rows against three W rows at a time, W converted as loaded, A packed into a panel
-// (panel_shape). M 4 and 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of
-// 1 and 2 in each thread's range; K: the masked last vector (K % 16 != 0), split-K slices
-// (1553 in 3: slices of 640, 640 and 273, the last on the blocks); stages 1 (no prefetch) and
-// 2; exact on small integers, random values, alpha / beta with a bf16 C, padded leading
-// dimensions. fp32 A with bf16 W and fp16 x fp16 (bf16 x bf16 takes the pairs decode where the
-// CPU has AVX512-BF16, and this kernel elsewhere).
+// of all rows against three W rows at a time, W converted as loaded (bf16 x bf16: as bf16 pairs
+// where the CPU has AVX512-BF16, K 32 values a step), A packed into a panel (panel_shape). M 4 and
+// 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each thread's
+// range; K: the masked last vector (K % 16 != 0), split-K slices (1553 in 3: slices of 640, 640 and
+// 273, the last on the blocks); stages 1 (no prefetch) and 2; exact on small integers, random
+// values, alpha / beta with a bf16 C, padded leading dimensions. fp32 x fp32, fp32 A with bf16 W,
+// fp16 x fp16 and bf16 x bf16.
 TEST(Gemm, PanelDecode) {
   Params q;
   q.m = 8, q.k = 4096;
@@ -693,14 +693,16 @@ TEST(Gemm, PanelDecode) {
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::bf16;
   EXPECT_TRUE(detail::decodes_panel(q, f512));
-  q.a_type = DType::bf16;
-  EXPECT_EQ(detail::decodes_panel(q, f512), !detail::cpu_info().avx512_bf16);
+  q.a_type = DType::bf16;  // on bf16 pairs where the CPU has AVX512-BF16
+  EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.a_type = q.b_type = DType::f16;
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::fp8;
   EXPECT_FALSE(detail::decodes_panel(q, f512));
-  const std::pair<DType, DType> types[] = {
-      {DType::f32, DType::f32}, {DType::f32, DType::bf16}, {DType::f16, DType::f16}};
+  const std::pair<DType, DType> types[] = {{DType::f32, DType::f32},
+                                           {DType::f32, DType::bf16},
+                                           {DType::f16, DType::f16},
+                                           {DType::bf16, DType::bf16}};
   for (const auto& [at, bt] : types)
     for (std::int64_t m : {4, 5, 6, 7, 8, 9})
       for (std::int64_t n : {1, 2, 3, 5, 13, 130})

@@ -179,7 +179,7 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
 }
 
 bool decodes_panel(const Params& p, const KernelFamily& f) {
-  return f.isa == Isa::avx512 && !decodes_bf16_pairs(p, f) && panel_shape(p.b_type, p.m, p.k);
+  return f.isa == Isa::avx512 && panel_shape(p.b_type, p.m, p.k);
 }
 
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f) {

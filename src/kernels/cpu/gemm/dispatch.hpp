@@ -94,9 +94,9 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs family f's one-pass panel kernel (AVX-512; panel_shape: fp32,
-// bf16 or fp16 W, M from kDecodePanelMinM to MaxM, K from MinK; not where the bf16 pairs
-// decode runs). decode_avx512 picks it by panel_shape on each call's K, which split-K slices
-// shorten: their blocks may not.
+// bf16 or fp16 W, M from kDecodePanelMinM to MaxM, K from MinK; on bf16 pairs where the bf16
+// pairs decode runs). decode_avx512 and decode_bf16_pairs_avx512bf16 pick it by panel_shape on
+// each call's K, which split-K slices shorten: their blocks may not.
 bool decodes_panel(const Params& p, const KernelFamily& f);
 // Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not,
 // the panel kernel not).

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/decode_pairs_avx512.hpp"
+#include "kernels/cpu/gemm/ukernels/avx512/decode_panel_avx512.hpp"
 
 namespace attain::gemm::detail {
 
@@ -25,9 +26,33 @@ struct Bf16Source {
   }
 };
 
+// The panel kernel on bf16 pairs: 32 values of K a step, A's rows packed as bf16 (g.a16), W
+// loaded as it is stored, one vdpbf16ps per row of A and W vector. The prefetch runs 384 values
+// (768 B) ahead. 8 x 16383 x 4096, 2 threads (scratch program, W on 2 MiB pages): 1.12x
+// against the 4 x 4 blocks; 8 x 4095 x 14336 1.14x.
+struct Bf16Pairs {
+  using A = std::uint16_t;
+  using W = __m512i;
+  static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 384;
+  static void pack(const DecodeArgs& g, int i, std::int64_t s, std::uint16_t* dst) {
+    const std::int64_t p = s * kStep, left = g.k - p;
+    const __mmask32 live = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
+    _mm512_store_si512(dst, _mm512_maskz_loadu_epi16(live, g.a16 + i * g.lda16 + p));
+  }
+  static __m512i a_load(const std::uint16_t* p) { return _mm512_load_si512(p); }
+  static __m512i load(const std::byte* row, std::int64_t p) {
+    return _mm512_loadu_si512(row + p * 2);
+  }
+  static __m512i load(const std::byte* row, std::int64_t p, std::int64_t left) {
+    return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << left) - 1), row + p * 2);
+  }
+  static __m512 dot(__m512 acc, __m512i a, __m512i w) { return dot_bf16(acc, a, w); }
+};
+
 }  // namespace
 
 void decode_bf16_pairs_avx512bf16(const DecodeArgs& g) {
+  if (panel_shape(DType::bf16, g.m, g.k)) return decode_panel<Bf16Pairs>(g);
   pairs_decode(g, Bf16Source{});
 }
 

@@ -1,0 +1,163 @@
+// The decode path's one-pass panel kernel for 5-8 rows of A (panel_shape), written once over a
+// policy P for how W's values meet A's: fp32 FMAs on W converted as loaded (fp32, bf16, fp16 W;
+// decode_avx512.cpp) or vdpbf16ps on bf16 pairs (bf16 x bf16; decode_bf16_avx512bf16.cpp).
+// A's rows are packed interleaved a step at a time, so one pointer walks them (eight row
+// pointers and three W rows left GCC too few registers: it spilled them and ran 1.4x slower);
+// each step loads a vector of three W rows once and multiplies it by every row of A (MB x 3 <=
+// 24 accumulators, 3 W vectors, 1 A vector). Included only by AVX-512 files; everything has
+// internal linkage (kernels.hpp: no inline function of a shared header may be picked by the
+// linker for another ISA's code).
+//
+// P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
+// per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
+// ahead), pack(g, i, s, live, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros
+// where `live` says past K), load(row, p), load(row, p, remaining) (masked: zeros past K) and
+// dot(acc, a, w).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/gemm/kernels.hpp"
+#include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
+
+namespace attain::gemm::detail {
+namespace {
+
+// A software prefetch GCC cannot drop (it deleted __builtin_prefetch from decode loops).
+inline void panel_prefetch(std::uintptr_t p) {
+  asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(p)));
+}
+
+template <class P, int MB>
+void pack_panel(const DecodeArgs& g, typename P::A* panel) {
+  const std::int64_t steps = (g.k + P::kStep - 1) / P::kStep;
+  for (int i = 0; i < MB; ++i)
+    for (std::int64_t s = 0; s < steps; ++s) P::pack(g, i, s, panel + (s * MB + i) * P::kStep);
+}
+
+// acc[i][j] = dot(acc[i][j], A's vector i of this step, x[j]), each A vector loaded once.
+template <class P, int MB, int NB>
+__attribute__((always_inline)) inline void panel_step(__m512 (&acc)[MB][NB],
+                                                      const typename P::W (&x)[NB],
+                                                      const typename P::A* ap) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MB; ++i) {
+    auto av = P::a_load(ap + i * P::kStep);
+    // Opaque to the compiler: otherwise GCC folds the load into each of the NB products (NB
+    // loads instead of one; found in the disassembly of the prefetching loops).
+    asm("" : "+v"(av));
+#pragma GCC unroll 3
+    for (int j = 0; j < NB; ++j) acc[i][j] = P::dot(acc[i][j], av, x[j]);
+  }
+}
+
+// out(i, j0 + j) for i < MB, j < NB over all of K. The last partial vector of K loads W masked
+// (A's panel is zero there). kPrefetch: a line of each W row P::kAhead values on, in its own row
+// or, near its end, in the next tile's rows within this thread's range.
+template <class P, int MB, int NB, bool kPrefetch>
+__attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
+                                                      const typename P::A* panel, std::int64_t j0) {
+  constexpr std::int64_t es = P::kBytes, L = P::kStep, ahead = P::kAhead;
+  static_assert(kDecodePanelMinK >= ahead, "rows shorter than the prefetch distance");
+  // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
+  constexpr std::int64_t line_steps = 64 / (L * es) > 1 ? 64 / (L * es) : 1;
+  const std::byte* w[NB];
+  for (int j = 0; j < NB; ++j) w[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * es;
+  __m512 acc[MB][NB];
+#pragma GCC unroll 8
+  for (int i = 0; i < MB; ++i)
+#pragma GCC unroll 3
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
+  const std::int64_t kv = g.k - g.k % L;
+  const typename P::A* ap = panel;
+  std::int64_t p = 0;
+  typename P::W x[NB];
+  if constexpr (kPrefetch) {
+    // Steps whose prefetch stays in their own rows.
+#pragma GCC unroll 2
+    for (; p + ahead < kv; p += L, ap += MB * L) {
+#pragma GCC unroll 3
+      for (int j = 0; j < NB; ++j) {
+        if ((p / L) % line_steps == 0)
+          panel_prefetch(reinterpret_cast<std::uintptr_t>(w[j] + (p + ahead) * es));
+        x[j] = P::load(w[j], p);
+      }
+      panel_step<P, MB, NB>(acc, x, ap);
+    }
+    // Then the next tile's rows, ahead values on in the rows' concatenated stream: at step p,
+    // offset p + ahead - K of row j + NB. A row this thread does not compute is replaced by its
+    // own row (lines already loaded). Addresses as integers: they may lie outside W
+    // (prefetches do not fault).
+    std::uintptr_t next[NB];
+    for (int j = 0; j < NB; ++j)
+      next[j] = j0 + NB + j < g.n1 ? reinterpret_cast<std::uintptr_t>(w[j] + NB * g.ldw * es) +
+                                         static_cast<std::uintptr_t>((ahead - g.k) * es)
+                                   : reinterpret_cast<std::uintptr_t>(w[j]);
+    for (; p < kv; p += L, ap += MB * L) {
+#pragma GCC unroll 3
+      for (int j = 0; j < NB; ++j) {
+        if ((p / L) % line_steps == 0)
+          panel_prefetch(next[j] + static_cast<std::uintptr_t>(p * es));
+        x[j] = P::load(w[j], p);
+      }
+      panel_step<P, MB, NB>(acc, x, ap);
+    }
+  } else {
+#pragma GCC unroll 2
+    for (; p < kv; p += L, ap += MB * L) {
+#pragma GCC unroll 3
+      for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p);
+      panel_step<P, MB, NB>(acc, x, ap);
+    }
+  }
+  if (p < g.k) {
+    for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p, g.k - p);
+    panel_step<P, MB, NB>(acc, x, ap);
+  }
+  // Each row of A's NB sums in one reduction tree, stored together (one masked store per row:
+  // NB scalar stores per row were 1.3x slower on cold short rows, K = 128).
+  const __m512 z = _mm512_setzero_ps();
+  constexpr auto kLive = static_cast<__mmask8>((1u << NB) - 1);
+#pragma GCC unroll 8
+  for (int i = 0; i < MB; ++i)
+    _mm_mask_storeu_ps(g.out + i * g.ldo + (j0 - g.n0), kLive,
+                       Avx512::hsum4(acc[i][0], NB > 1 ? acc[i][NB > 1 ? 1 : 0] : z,
+                                     NB > 2 ? acc[i][NB > 2 ? 2 : 0] : z, z));
+}
+
+template <class P, int MB, bool kPrefetch>
+void panel_tiles(const DecodeArgs& g, const typename P::A* panel) {
+  std::int64_t j = g.n0;
+  for (; j + 3 <= g.n1; j += 3) panel_tile<P, MB, 3, kPrefetch>(g, panel, j);
+  if (g.n1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j);
+  if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j);
+}
+
+template <class P, int MB>
+void panel_rows(const DecodeArgs& g) {
+  auto* panel = reinterpret_cast<typename P::A*>(g.scratch);
+  pack_panel<P, MB>(g, panel);
+  if (g.stages > 1) return panel_tiles<P, MB, true>(g, panel);
+  panel_tiles<P, MB, false>(g, panel);
+}
+
+// The panel kernel for g.m rows of A (kDecodePanelMinM..kDecodePanelMaxM); g.scratch holds the
+// panel (decode_scratch_floats).
+template <class P>
+void decode_panel(const DecodeArgs& g) {
+  switch (g.m) {
+    case 5:
+      return panel_rows<P, 5>(g);
+    case 6:
+      return panel_rows<P, 6>(g);
+    case 7:
+      return panel_rows<P, 7>(g);
+    default:
+      return panel_rows<P, 8>(g);
+  }
+}
+
+}  // namespace
+}  // namespace attain::gemm::detail
