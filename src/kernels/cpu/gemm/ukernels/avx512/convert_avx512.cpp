@@ -26,8 +26,7 @@ void round16_avx512(DType t, const float* src, std::int64_t n, float alpha, floa
     __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(src + j));
     if (beta != 0.0f) {
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + j));
-      const __m512 old = bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                            : _mm512_cvtph_ps(h);
+      const __m512 old = bf ? Avx512Load::bf16_widen(h) : _mm512_cvtph_ps(h);
       v = _mm512_fmadd_ps(vb, old, v);
     }
     const __m512i u = _mm512_castps_si512(v);

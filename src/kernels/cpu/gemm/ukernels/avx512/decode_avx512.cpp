@@ -36,8 +36,7 @@ struct Fp32Route {
     const auto live = static_cast<__mmask16>((1u << left) - 1);
     if constexpr (T == DType::f32) return _mm512_maskz_loadu_ps(live, row + p * 4);
     const __m256i h = _mm256_maskz_loadu_epi16(live, row + p * 2);
-    if constexpr (T == DType::bf16)
-      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    if constexpr (T == DType::bf16) return Avx512Load::bf16_widen(h);
     if constexpr (T == DType::f16) return _mm512_cvtph_ps(h);
   }
   static __m512 dot(__m512 acc, __m512 a, __m512 w) { return _mm512_fmadd_ps(a, w, acc); }

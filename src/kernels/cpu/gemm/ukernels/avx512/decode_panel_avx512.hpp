@@ -21,14 +21,10 @@
 
 #include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
+#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line
 
 namespace attain::gemm::detail {
 namespace {
-
-// A software prefetch GCC cannot drop (it deleted __builtin_prefetch from decode loops).
-inline void panel_prefetch(std::uintptr_t p) {
-  asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(p)));
-}
 
 template <class P, int MB>
 void pack_panel(const DecodeArgs& g, typename P::A* panel) {
@@ -80,8 +76,7 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
     for (; p + ahead < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0)
-          panel_prefetch(reinterpret_cast<std::uintptr_t>(w[j] + (p + ahead) * es));
+        if ((p / L) % line_steps == 0) prefetch_line(w[j] + (p + ahead) * es);
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);
@@ -99,7 +94,8 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
         if ((p / L) % line_steps == 0)
-          panel_prefetch(next[j] + static_cast<std::uintptr_t>(p * es));
+          prefetch_line(
+              reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);

@@ -75,8 +75,11 @@ namespace {
 struct Avx512Load : Avx512 {
   static V f32(const void* p) { return _mm512_loadu_ps(p); }
   static V bf16(const void* p) {
-    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    return bf16_widen(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
+  // 16 bf16 values (loaded, or masked loads) as fp32: each shifted into the high half.
+  static V bf16_widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
   static V f16(const void* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
