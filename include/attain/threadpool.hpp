@@ -3,9 +3,37 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace attain {
+
+// A non-owning reference to a callable (the pool's jobs): an object pointer and a trampoline,
+// so passing a lambda neither copies it nor allocates. std::function did both: a GEMM call's
+// task lambda (four captured references) took one heap allocation per call, and after a
+// benchmark's cache flush the allocator's cold state cost more than a small op's work. The
+// callable must outlive the call it is passed to (a lambda written in the call's arguments
+// does).
+template <class Sig>
+class FunctionRef;
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
+           std::is_invocable_r_v<R, F&, Args...>) FunctionRef(F&& f)
+  noexcept  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, Args... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
+        }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
 
 class ThreadPool {
  public:
@@ -15,14 +43,14 @@ class ThreadPool {
   // Runs fn(tid, nthreads) for tid in [0, nthreads); the caller runs tid 0 and returns when
   // all are done. Nested calls (from inside fn) run serially on the calling thread.
   // Exceptions thrown by fn are rethrown in the caller (the first one).
-  void run(int nthreads, const std::function<void(int tid, int nthreads)>& fn);
+  void run(int nthreads, FunctionRef<void(int tid, int nthreads)> fn);
 
   // Runs task(i) for every i in [0, ntasks) on at most nthreads threads (the caller is one),
   // each task claimed once from a shared counter in index order. Returns when every task is
   // done, without waiting for a worker that took none: a worker that wakes late (a sleeping
   // thread can take ~100 us to wake on a VM) finds the tasks gone and the caller has done
   // them, so a small job never costs more than running it alone. ntasks < 2^20.
-  void run_tasks(int nthreads, std::int64_t ntasks, const std::function<void(std::int64_t)>& task);
+  void run_tasks(int nthreads, std::int64_t ntasks, FunctionRef<void(std::int64_t)> task);
   int workers() const;
   // Workers blocked in their sleep (not spinning): waking one costs tens of microseconds on a
   // VM, more than a small job is worth.

@@ -67,10 +67,10 @@ struct ThreadPool::Impl {
                                      // workers blocked in wait(): only then is a notify needed
   // The current job (published by the release store of `generation`). Generation bit 0 set:
   // a task job (run_tasks), whose tasks are claimed through `claim`.
-  const std::function<void(int, int)>* fn = nullptr;
+  const FunctionRef<void(int, int)>* fn = nullptr;
   std::atomic<std::uint64_t> claim{0};
   std::atomic<std::int64_t> tasks_done{0};
-  const std::function<void(std::int64_t)>* task_fn = nullptr;
+  const FunctionRef<void(std::int64_t)>* task_fn = nullptr;
   std::mutex error_mutex;
   std::exception_ptr error;
 
@@ -209,7 +209,7 @@ int ThreadPool::sleeping() const {
   return impl_->sleepers.load(std::memory_order_relaxed);
 }
 
-void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
+void ThreadPool::run(int nthreads, FunctionRef<void(int, int)> fn) {
   if (nthreads <= 1 || t_inside_pool) {
     for (int t = 0; t < std::max(1, nthreads); ++t) fn(t, std::max(1, nthreads));
     return;
@@ -233,7 +233,7 @@ void ThreadPool::run(int nthreads, const std::function<void(int, int)>& fn) {
 }
 
 void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
-                           const std::function<void(std::int64_t)>& task) {
+                           FunctionRef<void(std::int64_t)> task) {
   if (ntasks <= 0) return;
   if (ntasks >= (std::int64_t{1} << kTasksBits))
     throw std::invalid_argument("ThreadPool::run_tasks: too many tasks");

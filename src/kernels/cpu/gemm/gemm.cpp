@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "attain/threadpool.hpp"
@@ -1065,9 +1066,13 @@ void convert_decode_a(const Problem& pr, std::int64_t i0, std::int64_t i1, float
 // instead of two (about 6 us each on this VM: a batch of small swapped products paid it per item).
 void execute(std::vector<Block>& blocks, const std::vector<Pack>& packs, int threads) {
   if (blocks.empty() && packs.empty()) return;
+  // Largest first; equal costs in the order add_blocks made them (problem, then rows, columns,
+  // slice). Not std::stable_sort: its temporary buffer was a heap allocation per fused call.
   if (blocks.size() > static_cast<std::size_t>(std::max(1, threads)))
-    std::stable_sort(blocks.begin(), blocks.end(),
-                     [](const Block& a, const Block& b) { return a.cost > b.cost; });
+    std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) {
+      if (a.cost != b.cost) return a.cost > b.cost;
+      return std::tie(a.pr, a.m0, a.n0, a.slice) < std::tie(b.pr, b.m0, b.n0, b.slice);
+    });
   const auto np = static_cast<std::int64_t>(packs.size());
   std::atomic<std::int64_t> packed{0};
   struct Count {  // counted even if the piece throws, so no block waits forever
