@@ -26,11 +26,18 @@
 namespace attain::gemm::detail {
 namespace {
 
+// K in chunks whose packed A stays in L1 beside the streaming W: 32 KiB (1024 fp32 values of
+// 8 rows, 2048 bf16). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and more),
+// and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the L2's
+// rate (warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
+inline constexpr std::int64_t kPanelChunkBytes = 32 * 1024;
+
+// Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
 template <class P, int MB>
-void pack_panel(const DecodeArgs& g, typename P::A* panel) {
-  const std::int64_t steps = (g.k + P::kStep - 1) / P::kStep;
+void pack_panel(const DecodeArgs& g, std::int64_t k0, std::int64_t k1, typename P::A* panel) {
+  const std::int64_t s0 = k0 / P::kStep, s1 = (k1 + P::kStep - 1) / P::kStep;
   for (int i = 0; i < MB; ++i)
-    for (std::int64_t s = 0; s < steps; ++s) P::pack(g, i, s, panel + (s * MB + i) * P::kStep);
+    for (std::int64_t s = s0; s < s1; ++s) P::pack(g, i, s, panel + ((s - s0) * MB + i) * P::kStep);
 }
 
 // acc[i][j] = dot(acc[i][j], A's vector i of this step, x[j]), each A vector loaded once.
@@ -49,12 +56,14 @@ __attribute__((always_inline)) inline void panel_step(__m512 (&acc)[MB][NB],
   }
 }
 
-// out(i, j0 + j) for i < MB, j < NB over all of K. The last partial vector of K loads W masked
-// (A's panel is zero there). kPrefetch: a line of each W row P::kAhead values on, in its own row
-// or, near its end, in the next tile's rows within this thread's range.
+// out(i, j0 + j) for i < MB, j < NB over K [k0, k1) (a chunk: `add` puts the sums on top of
+// the earlier chunks'). The last partial vector of K loads W masked (A's panel is zero there).
+// kPrefetch: a line of each W row P::kAhead values on, in its own row or, near the chunk's end,
+// in the next tile's rows within this thread's range.
 template <class P, int MB, int NB, bool kPrefetch>
 __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
-                                                      const typename P::A* panel, std::int64_t j0) {
+                                                      const typename P::A* panel, std::int64_t j0,
+                                                      std::int64_t k0, std::int64_t k1, bool add) {
   constexpr std::int64_t es = P::kBytes, L = P::kStep, ahead = P::kAhead;
   static_assert(kDecodePanelMinK >= ahead, "rows shorter than the prefetch distance");
   // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
@@ -66,9 +75,9 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
   for (int i = 0; i < MB; ++i)
 #pragma GCC unroll 3
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
-  const std::int64_t kv = g.k - g.k % L;
+  const std::int64_t kv = k1 - (k1 - k0) % L;
   const typename P::A* ap = panel;
-  std::int64_t p = 0;
+  std::int64_t p = k0;
   typename P::W x[NB];
   if constexpr (kPrefetch) {
     // Steps whose prefetch stays in their own rows.
@@ -81,14 +90,14 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
       }
       panel_step<P, MB, NB>(acc, x, ap);
     }
-    // Then the next tile's rows, ahead values on in the rows' concatenated stream: at step p,
-    // offset p + ahead - K of row j + NB. A row this thread does not compute is replaced by its
-    // own row (lines already loaded). Addresses as integers: they may lie outside W
-    // (prefetches do not fault).
+    // Then the next tile's rows, ahead values on in the chunks' concatenated stream: at step p,
+    // offset p + ahead - (k1 - k0) of row j + NB. A row this thread does not compute is
+    // replaced by its own row (lines already loaded). Addresses as integers: they may lie
+    // outside W (prefetches do not fault).
     std::uintptr_t next[NB];
     for (int j = 0; j < NB; ++j)
       next[j] = j0 + NB + j < g.n1 ? reinterpret_cast<std::uintptr_t>(w[j] + NB * g.ldw * es) +
-                                         static_cast<std::uintptr_t>((ahead - g.k) * es)
+                                         static_cast<std::uintptr_t>((ahead - (k1 - k0)) * es)
                                    : reinterpret_cast<std::uintptr_t>(w[j]);
     for (; p < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
@@ -108,8 +117,8 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
       panel_step<P, MB, NB>(acc, x, ap);
     }
   }
-  if (p < g.k) {
-    for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p, g.k - p);
+  if (p < k1) {
+    for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p, k1 - p);
     panel_step<P, MB, NB>(acc, x, ap);
   }
   // Each row of A's NB sums in one reduction tree, stored together (one masked store per row:
@@ -117,26 +126,47 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
   const __m512 z = _mm512_setzero_ps();
   constexpr auto kLive = static_cast<__mmask8>((1u << NB) - 1);
 #pragma GCC unroll 8
-  for (int i = 0; i < MB; ++i)
-    _mm_mask_storeu_ps(g.out + i * g.ldo + (j0 - g.n0), kLive,
-                       Avx512::hsum4(acc[i][0], NB > 1 ? acc[i][NB > 1 ? 1 : 0] : z,
-                                     NB > 2 ? acc[i][NB > 2 ? 2 : 0] : z, z));
+  for (int i = 0; i < MB; ++i) {
+    float* out = g.out + i * g.ldo + (j0 - g.n0);
+    __m128 sums = Avx512::hsum4(acc[i][0], NB > 1 ? acc[i][NB > 1 ? 1 : 0] : z,
+                                NB > 2 ? acc[i][NB > 2 ? 2 : 0] : z, z);
+    if (add) sums = _mm_add_ps(sums, _mm_maskz_loadu_ps(kLive, out));
+    _mm_mask_storeu_ps(out, kLive, sums);
+  }
 }
 
 template <class P, int MB, bool kPrefetch>
-void panel_tiles(const DecodeArgs& g, const typename P::A* panel) {
+void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k0,
+                 std::int64_t k1) {
+  const bool add = k0 > 0;
   std::int64_t j = g.n0;
-  for (; j + 3 <= g.n1; j += 3) panel_tile<P, MB, 3, kPrefetch>(g, panel, j);
-  if (g.n1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j);
-  if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j);
+  for (; j + 3 <= g.n1; j += 3) panel_tile<P, MB, 3, kPrefetch>(g, panel, j, k0, k1, add);
+  if (g.n1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j, k0, k1, add);
+  if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add);
+}
+
+// K in equal chunks of whole steps, each at most kPanelChunkBytes of packed A (1536 fp32 values:
+// 768 + 768, not 1024 + 512), each over all of this thread's rows of W.
+template <class P>
+std::int64_t panel_chunk(std::int64_t k) {
+  constexpr std::int64_t most = kPanelChunkBytes / kDecodePanelMaxM / 64 * P::kStep;
+  const std::int64_t chunks = (k + most - 1) / most;
+  return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
 }
 
 template <class P, int MB>
 void panel_rows(const DecodeArgs& g) {
   auto* panel = reinterpret_cast<typename P::A*>(g.scratch);
-  pack_panel<P, MB>(g, panel);
-  if (g.stages > 1) return panel_tiles<P, MB, true>(g, panel);
-  panel_tiles<P, MB, false>(g, panel);
+  const std::int64_t chunk = panel_chunk<P>(g.k);
+  for (std::int64_t k0 = 0; k0 < g.k; k0 += chunk) {
+    const std::int64_t k1 = k0 + chunk < g.k ? k0 + chunk : g.k;
+    pack_panel<P, MB>(g, k0, k1, panel);
+    if (g.stages > 1) {
+      panel_tiles<P, MB, true>(g, panel, k0, k1);
+    } else {
+      panel_tiles<P, MB, false>(g, panel, k0, k1);
+    }
+  }
 }
 
 // The panel kernel for g.m rows of A (kDecodePanelMinM..kDecodePanelMaxM); g.scratch holds the
