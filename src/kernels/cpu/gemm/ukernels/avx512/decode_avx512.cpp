@@ -12,14 +12,17 @@ namespace attain::gemm::detail {
 namespace {
 
 // The panel kernel's fp32 route: W of storage dtype T converted to fp32 as each vector of 16
-// values is loaded, multiplied by fp32 A with FMAs. The prefetch runs 256 values ahead: 1 KiB of
-// fp32, the best of 256 B - 1 KiB on Zen 5 (8 x 24576 x 1536, 1 thread: none 10.0 ms, 256 B
-// 9.4, 512 B 7.7, 1 KiB 7.6; docs/gemm.md, sixteenth session).
+// values is loaded, multiplied by fp32 A with FMAs. The prefetch runs 256 values ahead in fp32
+// rows: 1 KiB, the best of 256 B - 1 KiB on Zen 5 (8 x 24576 x 1536, 1 thread: none 10.0 ms,
+// 256 B 9.4, 512 B 7.7, 1 KiB 7.6; 1.5 KiB level with 1 KiB; docs/gemm.md, sixteenth
+// session); 384 in 16-bit rows (768 B: fp16 8 x 4096 x 12288 and 8 x 16384 x 4096, 2 threads,
+// 1.12-1.14x against 256, seventeenth session).
 template <DType T>
 struct Fp32Route {
   using A = float;
   using W = __m512;
-  static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2, kAhead = 256;
+  static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,
+                                kAhead = T == DType::f32 ? 256 : 384;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask16 live =

@@ -27,13 +27,15 @@ struct Bf16Source {
 };
 
 // The panel kernel on bf16 pairs: 32 values of K a step, A's rows packed as bf16 (g.a16), W
-// loaded as it is stored, one vdpbf16ps per row of A and W vector. The prefetch runs 384 values
-// (768 B) ahead. 8 x 16383 x 4096, 2 threads (scratch program, W on 2 MiB pages): 1.12x
-// against the 4 x 4 blocks; 8 x 4095 x 14336 1.14x.
+// loaded as it is stored, one vdpbf16ps per row of A and W vector. 8 x 16383 x 4096, 2 threads
+// (scratch program, W on 2 MiB pages): 1.12x against the 4 x 4 blocks; 8 x 4095 x 14336 1.14x.
+// The prefetch runs 1024 values (2 KiB) ahead: against 384 (attain bench, 2 threads, alternated
+// per op, seventeenth session) 8 x 16384 x 4096 1.07-1.30x, 8 x 4096 x 14336 1.21-1.33x,
+// 6 x 7168 x 2048 0.98-1.17x; 768 between the two, 1536 level with 384.
 struct Bf16Pairs {
   using A = std::uint16_t;
   using W = __m512i;
-  static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 384;
+  static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 1024;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, std::uint16_t* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask32 live = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);

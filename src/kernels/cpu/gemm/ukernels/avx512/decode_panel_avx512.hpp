@@ -64,8 +64,9 @@ template <class P, int MB, int NB, bool kPrefetch>
 __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
                                                       const typename P::A* panel, std::int64_t j0,
                                                       std::int64_t k0, std::int64_t k1, bool add) {
-  constexpr std::int64_t es = P::kBytes, L = P::kStep, ahead = P::kAhead;
-  static_assert(kDecodePanelMinK >= ahead, "rows shorter than the prefetch distance");
+  constexpr std::int64_t es = P::kBytes, L = P::kStep;
+  // Chunks shorter than the distance prefetch the next tile's rows from their start.
+  const std::int64_t ahead = P::kAhead < k1 - k0 ? P::kAhead : k1 - k0;
   // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
   constexpr std::int64_t line_steps = 64 / (L * es) > 1 ? 64 / (L * es) : 1;
   const std::byte* w[NB];
