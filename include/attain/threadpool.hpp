@@ -10,20 +10,18 @@
 namespace attain {
 
 // A non-owning reference to a callable (the pool's jobs): an object pointer and a trampoline,
-// so passing a lambda neither copies it nor allocates. std::function did both: a GEMM call's
-// task lambda (four captured references) took one heap allocation per call, and after a
-// benchmark's cache flush the allocator's cold state cost more than a small op's work. The
-// callable must outlive the call it is passed to (a lambda written in the call's arguments
-// does).
+// so passing a lambda neither copies it nor allocates. (std::function did both: a GEMM call's
+// task lambda, four captured references, took a heap allocation on every call.) The callable
+// must outlive the call it is passed to; a lambda written in the call's arguments does.
 template <class Sig>
 class FunctionRef;
 template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
-  template <class F>
-  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
-           std::is_invocable_r_v<R, F&, Args...>) FunctionRef(F&& f)
-  noexcept  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+  template <class F,
+            class = std::enable_if_t<!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
+                                     std::is_invocable_r_v<R, F&, Args...>>>
+  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor): lambdas convert implicitly
       : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* o, Args... a) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
