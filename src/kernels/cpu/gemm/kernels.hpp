@@ -103,20 +103,25 @@ inline constexpr std::int64_t kPairsConvertMinM = 4;
 
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
 // the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
-// into scratch; K not tiled; bf16 x bf16 on bf16 pairs where the CPU has AVX512-BF16). Shorter rows
-// stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against blocks: K =
-// 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
+// into scratch K chunk by K chunk, each chunk at most kDecodePanelChunkBytes of packed A so that
+// it stays in L1 beside the W stream; bf16 x bf16 on bf16 pairs where the CPU has AVX512-BF16).
+// Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against
+// blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
+inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k) {
   return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= kDecodePanelMinM &&
          m <= kDecodePanelMaxM && k >= kDecodePanelMinK;
 }
 
 // Scratch the decode kernels need: converted W tile + vector accumulators, or the panel
-// kernel's packed A (kDecodePanelMaxM rows of K rounded up to whole vectors).
+// kernel's packed A (kDecodePanelMaxM rows of one K chunk rounded up to whole vectors: at most
+// kDecodePanelChunkBytes).
 inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile, std::int64_t k) {
   const std::int64_t tiles = kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
-  const std::int64_t panel = kDecodePanelMaxM * ((k + 15) / 16) * 16;
+  const std::int64_t all_k = kDecodePanelMaxM * ((k + 15) / 16) * 16;
+  const std::int64_t chunk = kDecodePanelChunkBytes / static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t panel = all_k < chunk ? all_k : chunk;
   return tiles > panel ? tiles : panel;
 }
 

@@ -10,9 +10,8 @@
 //
 // P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
 // per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
-// ahead), pack(g, i, s, live, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros
-// where `live` says past K), load(row, p), load(row, p, remaining) (masked: zeros past K) and
-// dot(acc, a, w).
+// ahead), pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past
+// K), load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
 #pragma once
 
 #include <immintrin.h>
@@ -25,12 +24,6 @@
 
 namespace attain::gemm::detail {
 namespace {
-
-// K in chunks whose packed A stays in L1 beside the streaming W: 32 KiB (1024 fp32 values of
-// 8 rows, 2048 bf16). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and more),
-// and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the L2's
-// rate (warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
-inline constexpr std::int64_t kPanelChunkBytes = 32 * 1024;
 
 // Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
 template <class P, int MB>
@@ -148,11 +141,18 @@ void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k
   if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add);
 }
 
-// K in equal chunks of whole steps, each at most kPanelChunkBytes of packed A (1536 fp32 values:
-// 768 + 768, not 1024 + 512), each over all of this thread's rows of W.
+// K in equal chunks of whole steps, each over all of this thread's rows of W and at most
+// kDecodePanelChunkBytes of packed A, so that A stays in L1 beside the streaming W (1024 fp32
+// values of 8 rows, 2048 bf16; 1536 fp32 values: 768 + 768, not 1024 + 512). All of K at once
+// left A in L2 from K = 1536 on (8 rows: 48 KiB and more), and the A vectors of every step - 8
+// of them per 3 W vectors - then filled L1 at the L2's rate (warm, 1 thread, W 768 KiB: K <=
+// 1024 200 GFLOP/s, K 1536 - 8192 120-140).
 template <class P>
 std::int64_t panel_chunk(std::int64_t k) {
-  constexpr std::int64_t most = kPanelChunkBytes / kDecodePanelMaxM / 64 * P::kStep;
+  constexpr std::int64_t most = kDecodePanelChunkBytes / kDecodePanelMaxM / 64 * P::kStep;
+  static_assert(most * kDecodePanelMaxM * static_cast<std::int64_t>(sizeof(typename P::A)) <=
+                    kDecodePanelChunkBytes,
+                "a chunk's panel must fit decode_scratch_floats");
   const std::int64_t chunks = (k + most - 1) / most;
   return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
 }
