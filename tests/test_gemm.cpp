@@ -731,6 +731,76 @@ TEST(Gemm, PanelDecode) {
             }
 }
 
+// The panel kernel called directly with every chunk size a CPU may get (decode_panel_bytes:
+// half of L1d, 8-32 KiB) and sizes outside that range (clamped): exact small integers against
+// the exact sums, so a chunk added twice, skipped or started late fails bit for bit.
+TEST(Gemm, PanelChunkSizes) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  const std::int64_t pb = detail::decode_panel_bytes();
+  EXPECT_GE(pb, 8 * 1024);
+  EXPECT_LE(pb, detail::kDecodePanelChunkBytes);
+  EXPECT_EQ(pb % 4096, 0);
+  if (detail::cpu_info().l1d_bytes >= 16 * 1024 && detail::cpu_info().l1d_bytes <= 64 * 1024) {
+    EXPECT_EQ(pb, detail::cpu_info().l1d_bytes / 2 / 4096 * 4096);
+  }
+  const std::int64_t m = 8, n = 7, k = 2100;
+  std::vector<float> a(m * k), ref(m * n);
+  std::vector<std::uint16_t> a16(m * k), w16(n * k);
+  std::vector<float> w(n * k);
+  for (std::int64_t i = 0; i < m * k; ++i) {
+    a[i] = static_cast<float>(i % 7) - 3;
+    a16[i] = f32_to_bf16(a[i]);
+  }
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    w[i] = static_cast<float>(i % 5) - 2;
+    w16[i] = f32_to_bf16(w[i]);
+  }
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * w[j * k + p];
+      ref[i * n + j] = static_cast<float>(sum);
+    }
+  const bool pairs = detail::cpu_info().avx512_bf16;
+  for (const bool bf16 : {false, true}) {
+    if (bf16 && !pairs) continue;
+    for (const std::int64_t bytes : {std::int64_t{0}, std::int64_t{8192}, std::int64_t{16384},
+                                     std::int64_t{24576}, std::int64_t{32768}, std::int64_t{65536}})
+      for (int stages : {1, 2}) {
+        std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
+        std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
+        detail::DecodeArgs g;
+        g.a = a.data(), g.lda = k, g.m = m, g.k = k;
+        g.w = bf16 ? static_cast<const void*>(w16.data()) : w.data();
+        g.w_type = bf16 ? DType::bf16 : DType::f32;
+        g.ldw = k, g.n0 = 0, g.n1 = n, g.out = out.data(), g.ldo = n;
+        g.stages = stages;
+        g.scratch = reinterpret_cast<float*>(
+            (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
+        g.a16 = a16.data(), g.lda16 = k;
+        g.panel_bytes = bytes;
+        (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
+        for (std::int64_t i = 0; i < m * n; ++i)
+          ASSERT_EQ(out[i], ref[i])
+              << "bf16 " << bf16 << " bytes " << bytes << " stages " << stages << " at " << i;
+      }
+  }
+}
+
+// The CPU table's row: the vendor and family's own (zen5: family 0x1a, zen4: 0x19 with AVX-512),
+// else the generic one (ATTAIN_GEMM_TABLE forces a row; tests/cli/bench.sh checks that).
+TEST(GemmDispatch, TableRowForThisCpu) {
+  if (std::getenv("ATTAIN_GEMM_TABLE") != nullptr) GTEST_SKIP() << "row forced";
+  const auto& cpu = detail::cpu_info();
+  const bool amd = cpu.vendor == "AuthenticAMD";
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
+    const std::string want = amd && cpu.family == 0x1a && isa != Isa::scalar   ? "zen5"
+                             : amd && cpu.family == 0x19 && isa == Isa::avx512 ? "zen4"
+                                                                               : "generic";
+    EXPECT_EQ(detail::cpu_table_row_name(isa), want) << isa_name(isa);
+  }
+}
+
 // The packing interleave of every family the CPU runs against the scalar one, element for
 // element: panels of 12 and 32 rows, every row count up to R (16-row transposes, 8x8 and 4x4
 // ones, single rows), k with and without a tail of the transpose width, a padded source stride,
@@ -888,8 +958,8 @@ TEST(GemmDispatch, PackedOrderHeuristic) {
     return resolve(q);
   }();
   EXPECT_EQ(mk.order, Order::mk);
-  EXPECT_GT(s.nc, mk.nc);
-  p.k = s.kc;  // one K block
+  EXPECT_GE(s.nc, mk.nc);  // wider where the row's km budget allows (zen5: 2048 against 512)
+  p.k = s.kc;              // one K block
   EXPECT_EQ(resolve(p).order, Order::mk);
   p.k = 2048;
   p.n = mk.nc / 2;  // narrower than one mk column block: A's stream outweighs B's

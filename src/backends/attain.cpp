@@ -5,6 +5,7 @@
 #include "attain/mla.hpp"
 #include "attain/tune.hpp"
 #include "backends/backends.hpp"
+#include "kernels/cpu/gemm/dispatch.hpp"
 
 namespace attain::backends {
 
@@ -38,8 +39,11 @@ class AttainBackend final : public Backend {
     return true;
   }
   std::string version() const override {
-    return fmt::format("attain {} ({} kernels)", ATTAIN_VERSION,
-                       gemm::isa_name(gemm::detected_isa()));
+    // The table row carries the blocks and path crossovers: results from other CPUs (or a row
+    // forced by ATTAIN_GEMM_TABLE) say which ran.
+    const gemm::Isa isa = gemm::detected_isa();
+    return fmt::format("attain {} ({} kernels, {} table)", ATTAIN_VERSION, gemm::isa_name(isa),
+                       gemm::detail::cpu_table_row_name(isa));
   }
   Support supports(const Op& op) const override {
     if (!is_op_dtype(op.dtype)) return Support::no("dtype not supported");

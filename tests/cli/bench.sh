@@ -67,4 +67,11 @@ for r in d["results"]:
 ob = [r for r in d["results"] if r["backend"] == "openblas"][0]
 assert "memory" in ob["reason"], ob
 PY
+# The GEMM table row that ran is in the attain backend's version; ATTAIN_GEMM_TABLE forces one
+# and an unknown name is an error naming the rows.
+ATTAIN_GEMM_TABLE=generic "$ATTAIN" bench --op gemm:m=3,n=5,k=7,dtype=fp32 --backend attain \
+  --no-recheck --json > "$TMP/row.json"
+grep -q '"attain [^"]*, generic table)"' "$TMP/row.json" || fail "the version names no table row"
+expect_error 1 "expected one of zen5, zen4, generic" -- env ATTAIN_GEMM_TABLE=zen9 "$ATTAIN" \
+  bench --op gemm:m=3,n=5,k=7,dtype=fp32 --backend attain --no-recheck
 echo "bench CLI: ok"

@@ -1,10 +1,13 @@
 #include "kernels/cpu/gemm/dispatch.hpp"
 
 #include <cpuid.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace attain::gemm::detail {
@@ -51,6 +54,8 @@ CpuInfo probe_cpu() {
       c.avx512_bf16 = ((a >> 5) & 1) && zmm_os;
     }
   }
+  const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // glibc reads it from CPUID; 0 if unknown
+  c.l1d_bytes = l1d > 0 ? l1d : 0;
   return c;
 }
 
@@ -132,9 +137,22 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 1.13x, bf16 1.12-1.24x; N = 512: fp32 1.0x, bf16 1.07x). The AVX2 family from M = 256 (fp32
 // 256x128x512 1.25x, 512x128x128 1.14x, 2048x128x512 1.48x, 2048x64x512 2.03x, 2048x256x512
 // 1.24x, 2048x256x128 1.14x, 1024x192x1024 0.98x; fp16 1.08-1.47x).
+// zen4 row (family 0x19 with AVX-512: Genoa / Raphael; Zen 3 has no AVX-512 and keeps the generic
+// AVX2 row): 2026-12-02, an EPYC guest with 32 KiB L1d, 1 MiB L2, 512-bit FMAs at half Zen 5's
+// rate (117 GFLOP/s a core). The zen5 row against the generic one there, the quick suite, 2
+// threads, 2 rounds in both orders, min: 1.09x geomean over 60 ops (direct path M 32-128 1.17-1.50x;
+// 128x128x2048 1.19-1.24x; nothing below 0.98x in a rerun). The zen5 blocks stay (2048^3 fp32: KC
+// 256 0.93x, 384 0.96x, MC 96 1.03x, 192 0.99x). The direct path up to M = 256 on every route
+// (against zen5's 160 / 128: 4 rounds, both orders; fp32 256x4096x4096 1.00x, 256x7168x2048
+// 1.02x, 224x2048x2048 1.04x; bf16 192x4096x4096 1.07x, 160x7168x2048 1.14x, 256x2112x7168
+// 1.14x, 256x4096x4096 1.09x; fp16 192x4096x4096 1.21x, 256x7168x2048 1.11x; fp32 384x7168x2048
+// 0.95x in a scratch program). fp32 at M = 8 on the direct path: 1.14-1.17x on N x K = 24576 x
+// 1536 and 16384 x 4096 but 0.84-0.89x on 7168 x 2048 and 4096 x 14336, so it starts at 12 as on
+// Zen 5; bf16 pairs at M = 12 were split (0.88x and 1.12x), so 12 too.
 // clang-format off
-const std::array<TableRow, 5> kTable = {{
+const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 512, 512, 256}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
@@ -142,8 +160,33 @@ const std::array<TableRow, 5> kTable = {{
 }};
 // clang-format on
 
+// ATTAIN_GEMM_TABLE=<row name> ("zen5", "zen4", "generic") takes that row's blocks and crossovers
+// on any CPU (to compare rows side by side on one machine; the kernels still need their ISA).
+const std::string& forced_row() {
+  static const std::string name = [] {
+    const char* env = std::getenv("ATTAIN_GEMM_TABLE");
+    if (env == nullptr || *env == '\0') return std::string();
+    for (const auto& r : kTable)
+      if (std::string_view(r.name) == env) return std::string(env);
+    std::string known;
+    for (const auto& r : kTable)
+      if (known.find(r.name) == std::string::npos)
+        known += (known.empty() ? "" : ", ") + std::string(r.name);
+    throw std::runtime_error("ATTAIN_GEMM_TABLE=" + std::string(env) + ": expected one of " +
+                             known);
+  }();
+  return name;
+}
+
 const TableRow& table_row(Isa isa) {
   const CpuInfo& c = cpu_info();
+  const std::string& forced = forced_row();
+  for (const auto& r : kTable)
+    if (r.isa == isa && (forced.empty() ? (r.vendor.empty() || r.vendor == c.vendor) &&
+                                              (r.family == 0 || r.family == c.family)
+                                        : r.name == forced))
+      return r;
+  // A forced row without this kernel family falls back to the matching one.
   for (const auto& r : kTable)
     if (r.isa == isa && (r.vendor.empty() || r.vendor == c.vendor) &&
         (r.family == 0 || r.family == c.family))
@@ -176,6 +219,12 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
   return f.decode_bf16_pairs != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
          p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T &&
          p.m <= kDecodeMaxM;
+}
+
+std::int64_t decode_panel_bytes() {
+  const std::int64_t l1d = cpu_info().l1d_bytes;
+  const std::int64_t half = (l1d > 0 ? l1d : 32 * 1024) / 2 / 4096 * 4096;
+  return std::clamp<std::int64_t>(half, 8 * 1024, kDecodePanelChunkBytes);
 }
 
 bool decodes_panel(const Params& p, const KernelFamily& f) {

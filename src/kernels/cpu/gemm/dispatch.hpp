@@ -79,6 +79,7 @@ struct CpuInfo {
   int family = 0, model = 0;
   bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false;
   bool avx512vl = false, avx512dq = false, avx512_bf16 = false, avx512vbmi = false;
+  std::int64_t l1d_bytes = 0;  // L1 data cache per core (0: not reported)
 };
 
 const CpuInfo& cpu_info();
@@ -98,6 +99,11 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
 // pairs decode runs). decode_avx512 and decode_bf16_pairs_avx512bf16 pick it by panel_shape on
 // each call's K, which split-K slices shorten: their blocks may not.
 bool decodes_panel(const Params& p, const KernelFamily& f);
+// The panel kernel's packed A per K chunk (DecodeArgs::panel_bytes): half of this CPU's L1d (32
+// KiB if unreported), 8 KiB to kDecodePanelChunkBytes. Zen 4 (32 KiB L1d), 2 threads, cold, min
+// of 3, 16 KiB against 32: bf16 pairs M = 8 x 4096 x 14336 1.29x, 6 x 7168 x 2048 1.20x, fp32
+// and fp16 level; Zen 5 (48 KiB): 24 KiB level with 32, 16 KiB 0.96x.
+std::int64_t decode_panel_bytes();
 // Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not,
 // the panel kernel not).
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f);

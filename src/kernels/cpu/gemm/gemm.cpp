@@ -550,6 +550,7 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
   g.n1 = n1;
   g.e4m3 = pr.e4m3;
   g.stages = pr.s.stages;
+  g.panel_bytes = detail::decode_panel_bytes();
   // K in equal tiles of at most the schedule's k_tile (1536 with k_tile 1024: 768 + 768, not
   // 1024 + 512): the pipeline prefetches tile t+d while tile t computes, element for element,
   // so a short tile followed by a long one would leave part of the long one unfetched.

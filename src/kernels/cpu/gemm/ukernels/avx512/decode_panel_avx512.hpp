@@ -141,18 +141,23 @@ void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k
   if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add);
 }
 
-// K in equal chunks of whole steps, each over all of this thread's rows of W and at most
-// kDecodePanelChunkBytes of packed A, so that A stays in L1 beside the streaming W (1024 fp32
-// values of 8 rows, 2048 bf16; 1536 fp32 values: 768 + 768, not 1024 + 512). All of K at once
+// K in equal chunks of whole steps, each over all of this thread's rows of W and at most `bytes`
+// of packed A (DecodeArgs::panel_bytes, at most kDecodePanelChunkBytes), so that A stays in L1
+// beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values: 768 +
+// 768, not 1024 + 512). All of K at once
 // left A in L2 from K = 1536 on (8 rows: 48 KiB and more), and the A vectors of every step - 8
 // of them per 3 W vectors - then filled L1 at the L2's rate (warm, 1 thread, W 768 KiB: K <=
 // 1024 200 GFLOP/s, K 1536 - 8192 120-140).
 template <class P>
-std::int64_t panel_chunk(std::int64_t k) {
-  constexpr std::int64_t most = kDecodePanelChunkBytes / kDecodePanelMaxM / 64 * P::kStep;
-  static_assert(most * kDecodePanelMaxM * static_cast<std::int64_t>(sizeof(typename P::A)) <=
-                    kDecodePanelChunkBytes,
+std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
+  constexpr std::int64_t step_bytes =
+      kDecodePanelMaxM * P::kStep * static_cast<std::int64_t>(sizeof(typename P::A));
+  static_assert(kDecodePanelChunkBytes % step_bytes == 0,
                 "a chunk's panel must fit decode_scratch_floats");
+  bytes = bytes < step_bytes               ? step_bytes
+          : bytes > kDecodePanelChunkBytes ? kDecodePanelChunkBytes
+                                           : bytes;
+  const std::int64_t most = bytes / step_bytes * P::kStep;
   const std::int64_t chunks = (k + most - 1) / most;
   return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
 }
@@ -160,7 +165,7 @@ std::int64_t panel_chunk(std::int64_t k) {
 template <class P, int MB>
 void panel_rows(const DecodeArgs& g) {
   auto* panel = reinterpret_cast<typename P::A*>(g.scratch);
-  const std::int64_t chunk = panel_chunk<P>(g.k);
+  const std::int64_t chunk = panel_chunk<P>(g.k, g.panel_bytes);
   for (std::int64_t k0 = 0; k0 < g.k; k0 += chunk) {
     const std::int64_t k1 = k0 + chunk < g.k ? k0 + chunk : g.k;
     pack_panel<P, MB>(g, k0, k1, panel);
