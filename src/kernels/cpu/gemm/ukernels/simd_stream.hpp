@@ -211,6 +211,39 @@ struct Stream {
     return hit;
   }
 
+  // Whether block() reads the tile [k0, k1) one W row after another (row_order) instead of a
+  // vector of each row in turn: fp32 W whose tile is all of K of rows that lie back to back
+  // (ldw = K), so that the loads reach memory as one stream in address order. A vector of each
+  // row in turn is four streams of a row each, too short for the prefetchers to follow: Zen 4, 2
+  // threads, cold, M = 1, K = 128 streamed at half the rate of a plain read (15 against 31 GB/s;
+  // row by row 31), and row by row was 1.5-2.1x faster up to K = 2048 (one tile of 8 KiB rows);
+  // with K in tiles (4096 on) the rows are separate streams and row by row lost (0.83-0.91x).
+  // With more rows of A each W vector costs their loads from L1 too: up to K = 512 (M = 8 as two
+  // blocks of 4: 1.16-1.26x; M = 4 at K = 768 0.85x), and on AVX2 not at all (kRowOrderMaxMB).
+  // 16-bit W: level at M = 1, 0.82-0.88x at M = 4.
+  template <DType T, int MBc>
+  static bool row_order_pays(const DecodeArgs& g, std::int64_t k0, std::int64_t k1) {
+    if constexpr (T != DType::f32 || MBc > S::kRowOrderMaxMB) return false;
+    const std::int64_t bytes = (k1 - k0) * esize<T>();
+    return k0 == 0 && k1 == g.k - g.k % L && g.ldw == g.k && bytes <= (MBc == 1 ? 8192 : 2048);
+  }
+
+  template <DType T, int MBc, int NBc>
+  static void row_order(const std::byte* const (&rows)[NBc], const float* const (&arow)[MBc],
+                        std::int64_t b0, std::int64_t b1, const PrefetchRows& pf,
+                        V (&acc)[MBc][NBc]) {
+    for (std::int64_t p = b0; p < b1; p += 64 / esize<T>()) prefetch_ahead<T>(pf, p);
+#pragma GCC unroll 4
+    for (int j = 0; j < NBc; ++j) {
+#pragma GCC unroll 4
+      for (std::int64_t p = b0; p < b1; p += L) {
+        const V w = vec<T>(rows[j], p);
+#pragma GCC unroll 4
+        for (int i = 0; i < MBc; ++i) acc[i][j] = S::fma(S::load(arow[i] + p), w, acc[i][j]);
+      }
+    }
+  }
+
   // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
   // a[i0+i][p] * w[j0+j][p], for MBc rows of A and NBc rows of W. W comes from its storage
   // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
@@ -273,6 +306,8 @@ struct Stream {
       };
       if constexpr (kFromBuf) {
         for (std::int64_t p = b0; p < b1; p += L) step(p);
+      } else if (row_order_pays<T, MBc>(g, k0, k1)) {
+        row_order<T, MBc, NBc>(rows, arow, b0, b1, pf, acc);
       } else {
         steps_scanned<T>(b0, b1, rows, NBc, nan, pf, step);
       }
