@@ -156,7 +156,10 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // against a vector of each row in turn: batched 128 x (1x2048x128) 1.31x, 256 x (4x2048x128)
   // 1.48x, 4x16384x512 1.50x, grouped 8 x (1x2048x768) 1.49x, 1x16384x2048 1.05x, K = 4096 (8 KiB
   // rows: one row of A only) 1x4096x4096 1.30x, 1x16384x4096 1.18x, grouped 2 x (1x28672x4096)
-  // 1.53x; with two blocks of rows of A (M = 8, K = 128) 0.90-0.94x, so one block only.
+  // 1.53x. With more rows of A only the first block of them (the one that reads W from memory;
+  // the others find it in L1 and would only pay more A loads): batched 64 x (6x4096x256) 1.73x,
+  // 32 x (8x4096x320) 1.46x, 128 x (8x2048x128) 1.02-1.09x, 4 x (8x2048x128) 0.95-0.96x (every
+  // block row by row: 0.90-0.94x there).
   auto sum_rows = [&](std::int64_t k64, __m512(&part)[MB][NB]) __attribute__((always_inline)) {
     if constexpr (Source::kByHalves)
 #pragma GCC unroll 1
@@ -245,7 +248,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
     __m512 part[MB][NB];
     zero_sums(part);
     const std::int64_t k64 = g.k - g.k % 64;
-    if (Source::kByHalves && !kSpread && g.m <= Source::kRows && g.ldw == g.k &&
+    if (Source::kByHalves && !kSpread && i0 == 0 && g.ldw == g.k &&
         row_bytes <= (MB == 1 ? 8192 : 2048))
       sum_rows(k64, part);
     else
