@@ -74,8 +74,8 @@ struct DecodeArgs {
   std::int64_t lda16 = 0;
   const float* a_scale = nullptr;
   std::int64_t ld_ascale = 0;
-  // The panel kernel's packed A per K chunk, in bytes (the CPU table's decode_panel_bytes;
-  // clamped to kDecodePanelChunkBytes, which sizes the scratch).
+  // The panel kernel's packed A per K chunk, in bytes (the engine passes decode_panel_bytes():
+  // half the L1d; clamped to kDecodePanelChunkBytes = 32 KiB, which sizes the scratch).
   std::int64_t panel_bytes = 32 * 1024;
 };
 using Decode = void (*)(const DecodeArgs& args);
@@ -106,8 +106,8 @@ inline constexpr std::int64_t kPairsConvertMinM = 4;
 
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
 // the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
-// into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (the CPU table's,
-// at most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream; bf16 x
+// into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (half the L1d, at
+// most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream; bf16 x
 // bf16 on bf16 pairs where the CPU has AVX512-BF16).
 // Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against
 // blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
