@@ -140,15 +140,15 @@ constexpr std::int64_t kMiB = 1 << 20;
 // zen4 row (family 0x19 with AVX-512: Genoa / Raphael; Zen 3 has no AVX-512 and keeps the generic
 // AVX2 row): 2026-12-02, an EPYC guest with 32 KiB L1d, 1 MiB L2, 512-bit FMAs at half Zen 5's
 // rate (117 GFLOP/s a core). The zen5 row against the generic one there, the quick suite, 2
-// threads, 2 rounds in both orders, min: 1.09x geomean over 60 ops (direct path M 32-128 1.17-1.50x;
-// 128x128x2048 1.19-1.24x; nothing below 0.98x in a rerun). The zen5 blocks stay (2048^3 fp32: KC
-// 256 0.93x, 384 0.96x, MC 96 1.03x, 192 0.99x). The direct path up to M = 256 on every route
-// (against zen5's 160 / 128: 4 rounds, both orders; fp32 256x4096x4096 1.00x, 256x7168x2048
-// 1.02x, 224x2048x2048 1.04x; bf16 192x4096x4096 1.07x, 160x7168x2048 1.14x, 256x2112x7168
-// 1.14x, 256x4096x4096 1.09x; fp16 192x4096x4096 1.21x, 256x7168x2048 1.11x; fp32 384x7168x2048
-// 0.95x in a scratch program). fp32 at M = 8 on the direct path: 1.14-1.17x on N x K = 24576 x
-// 1536 and 16384 x 4096 but 0.84-0.89x on 7168 x 2048 and 4096 x 14336, so it starts at 12 as on
-// Zen 5; bf16 pairs at M = 12 were split (0.88x and 1.12x), so 12 too.
+// threads, 2 rounds in both orders, min: 1.09x geomean over 60 ops (direct path M
+// 32-128 1.17-1.50x; 128x128x2048 1.19-1.24x; nothing below 0.98x in a rerun). The zen5 blocks stay
+// (2048^3 fp32: KC 256 0.93x, 384 0.96x, MC 96 1.03x, 192 0.99x). The direct path up to M = 256 on
+// every route (against zen5's 160 / 128: 4 rounds, both orders; fp32 256x4096x4096 1.00x,
+// 256x7168x2048 1.02x, 224x2048x2048 1.04x; bf16 192x4096x4096 1.07x, 160x7168x2048 1.14x,
+// 256x2112x7168 1.14x, 256x4096x4096 1.09x; fp16 192x4096x4096 1.21x, 256x7168x2048 1.11x; fp32
+// 384x7168x2048 0.95x in a scratch program). fp32 at M = 8 on the direct path: 1.14-1.17x on N x K
+// = 24576 x 1536 and 16384 x 4096 but 0.84-0.89x on 7168 x 2048 and 4096 x 14336, so it starts at
+// 12 as on Zen 5; bf16 pairs at M = 12 were split (0.88x and 1.12x), so 12 too.
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
@@ -181,12 +181,10 @@ const std::string& forced_row() {
 const TableRow& table_row(Isa isa) {
   const CpuInfo& c = cpu_info();
   const std::string& forced = forced_row();
-  for (const auto& r : kTable)
-    if (r.isa == isa && (forced.empty() ? (r.vendor.empty() || r.vendor == c.vendor) &&
-                                              (r.family == 0 || r.family == c.family)
-                                        : r.name == forced))
-      return r;
-  // A forced row without this kernel family falls back to the matching one.
+  if (!forced.empty())
+    for (const auto& r : kTable)
+      if (r.isa == isa && r.name == forced) return r;
+  // The CPU's own row (also where a forced row has none for this kernel family).
   for (const auto& r : kTable)
     if (r.isa == isa && (r.vendor.empty() || r.vendor == c.vendor) &&
         (r.family == 0 || r.family == c.family))
@@ -222,9 +220,12 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
 }
 
 std::int64_t decode_panel_bytes() {
-  const std::int64_t l1d = cpu_info().l1d_bytes;
-  const std::int64_t half = (l1d > 0 ? l1d : 32 * 1024) / 2 / 4096 * 4096;
-  return std::clamp<std::int64_t>(half, 8 * 1024, kDecodePanelChunkBytes);
+  static const std::int64_t bytes = [] {  // once: every decode block asks
+    const std::int64_t l1d = cpu_info().l1d_bytes;
+    const std::int64_t half = (l1d > 0 ? l1d : 32 * 1024) / 2 / 4096 * 4096;
+    return std::clamp<std::int64_t>(half, 8 * 1024, kDecodePanelChunkBytes);
+  }();
+  return bytes;
 }
 
 bool decodes_panel(const Params& p, const KernelFamily& f) {

@@ -50,6 +50,19 @@ void round16_avx2(DType, const float*, std::int64_t, float, float, std::uint16_t
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
 
+// The panel kernel's largest K chunk of packed A (below): it sizes the decode scratch.
+inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
+
+// Whether a decode kernel reads a group's W rows one after another instead of a vector of each
+// in turn, which makes one stream in address order where the rows lie back to back (ldw = K)
+// and the kernel's K span is all of K: rows of up to 2 KiB, or 8 KiB with one row of A (fewer A
+// loads per W vector). Stream::row_order_pays (fp32) and the bf16 pairs' sum_rows add their
+// own limits; the measurements are there.
+inline constexpr bool short_rows_in_order(std::int64_t ldw, std::int64_t k, std::int64_t row_bytes,
+                                          bool one_row_of_a) {
+  return ldw == k && row_bytes <= (one_row_of_a ? 8192 : 2048);
+}
+
 // The decode path: out[i*ldo + (j - n0)] = sum_p a[i*lda + p] * w(j, p) for i < m,
 // j in [n0, n1): A in fp32 (scales applied), W rows in their storage dtype.
 struct DecodeArgs {
@@ -75,8 +88,8 @@ struct DecodeArgs {
   const float* a_scale = nullptr;
   std::int64_t ld_ascale = 0;
   // The panel kernel's packed A per K chunk, in bytes (the engine passes decode_panel_bytes():
-  // half the L1d; clamped to kDecodePanelChunkBytes = 32 KiB, which sizes the scratch).
-  std::int64_t panel_bytes = 32 * 1024;
+  // half the L1d; clamped to kDecodePanelChunkBytes, which sizes the scratch).
+  std::int64_t panel_bytes = kDecodePanelChunkBytes;
 };
 using Decode = void (*)(const DecodeArgs& args);
 struct DirectNext {
@@ -112,7 +125,6 @@ inline constexpr std::int64_t kPairsConvertMinM = 4;
 // Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against
 // blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
-inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k) {
   return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= kDecodePanelMinM &&
          m <= kDecodePanelMaxM && k >= kDecodePanelMinK;

@@ -225,7 +225,7 @@ struct Stream {
   static bool row_order_pays(const DecodeArgs& g, std::int64_t k0, std::int64_t k1) {
     if constexpr (T != DType::f32 || MBc > S::kRowOrderMaxMB) return false;
     const std::int64_t bytes = (k1 - k0) * esize<T>();
-    return k0 == 0 && k1 == g.k - g.k % L && g.ldw == g.k && bytes <= (MBc == 1 ? 8192 : 2048);
+    return k0 == 0 && k1 == g.k - g.k % L && short_rows_in_order(g.ldw, g.k, bytes, MBc == 1);
   }
 
   template <DType T, int MBc, int NBc>

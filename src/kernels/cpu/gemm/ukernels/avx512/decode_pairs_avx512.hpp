@@ -248,8 +248,8 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
     __m512 part[MB][NB];
     zero_sums(part);
     const std::int64_t k64 = g.k - g.k % 64;
-    if (Source::kByHalves && !kSpread && i0 == 0 && g.ldw == g.k &&
-        row_bytes <= (MB == 1 ? 8192 : 2048))
+    if (Source::kByHalves && !kSpread && i0 == 0 &&
+        short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1))
       sum_rows(k64, part);
     else
       sum(0, k64, part);
