@@ -1158,8 +1158,15 @@ TEST(Gemm, DirectPath) {
   // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
   // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
   // converted A.
+  // M <= 8 takes the AVX-512 family's k-pairs kernel (direct_k2): odd K (its last value
+  // alone) in one block and across KC blocks (an odd kc rounded up to even), tails of W rows.
   const int i = run_direct_cases({{1, 1, 1, 0},
                                   {2, 7, 15, 0},
+                                  {3, 13, 2, 0},
+                                  {5, 14, 37, 16},
+                                  {6, 9, 47, 15},
+                                  {7, 6, 64, 0},
+                                  {8, 25, 301, 112},
                                   {15, 6, 16, 0},
                                   {16, 13, 17, 16},
                                   {17, 25, 100, 32},
@@ -1199,6 +1206,8 @@ TEST(Gemm, DirectPath) {
 TEST(Gemm, SwappedDirectPath) {
   const int i = run_direct_cases({{1, 1, 1, 0},
                                   {7, 2, 15, 0},
+                                  {40, 5, 77, 0},
+                                  {70, 8, 130, 32},
                                   {6, 15, 16, 0},
                                   {13, 16, 17, 16},
                                   {25, 17, 100, 32},
@@ -1262,6 +1271,19 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
   }
+  // Few rows of A on k pairs (the family's direct_k2): the table's M range from a long enough K.
+  const auto& fk = detail::family(isa);
+  for (std::int64_t k : {std::max(b.direct_min_k_k2, 1) - 1, std::max(b.direct_min_k_k2, 1)})
+    for (std::int64_t m = 1; m <= 8; ++m) {
+      p.m = m;
+      p.k = k;
+      const bool k2 = b.direct_min_m_k2 > 0 && fk.direct_k2 != nullptr && m >= b.direct_min_m_k2 &&
+                      2 * m <= fk.direct_lanes && k >= b.direct_min_k_k2;
+      const bool plain =
+          b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m && k >= b.direct_min_k;
+      EXPECT_EQ(resolve(p).path == Path::direct, k2 || plain) << "m=" << m << " k=" << k;
+    }
+  p.k = 1024;
   // W converted a tile at a time (fp32 A, bf16 W): the table's range for converted W, and
   // its KC keeps the converted tile within half of L1.
   p.b_type = DType::bf16;
@@ -1345,10 +1367,14 @@ TEST(Gemm, NanInfPropagate) {
         if (path == Path::direct && t != DType::f32) continue;
         // m = 6, k = 410: fp32 on AVX-512 takes the decode path's one-pass panel kernel. The
         // NaN lies in the last, partial vector of K.
-        for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{9, 140}, {6, 410}}) {
+        // m = 7, k = 131: the direct path's k-pairs kernel with an odd K, the Inf in its last
+        // value (read alone).
+        for (const auto& [m, k] :
+             {std::pair<std::int64_t, std::int64_t>{9, 140}, {6, 410}, {7, 131}}) {
           SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
                        std::string(dtype_name(t)) + " m=" + std::to_string(m));
           if (t != DType::f32 && k > 256) continue;  // the scales below cover two blocks
+          if (t != DType::f32 && k % 2 != 0) continue;
           const std::int64_t n = 21;
           const std::size_t es = dtype_size(t);
           std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k) * es),
@@ -1365,7 +1391,8 @@ TEST(Gemm, NanInfPropagate) {
           for (std::int64_t i = 0; i < m * k; ++i) set(a, i, 1.0f);
           for (std::int64_t i = 0; i < n * k; ++i) set(w, i, 0.5f);
           set(a, 2 * k + k - 5, std::nanf(""));  // row 2 of A -> all of C row 2
-          set(w, 5 * k + 7, std::numeric_limits<float>::infinity());  // col 5 -> +Inf (fp8: 448)
+          // col 5 -> +Inf (fp8: 448)
+          set(w, 5 * k + (k % 2 != 0 ? k - 1 : 7), std::numeric_limits<float>::infinity());
           std::vector<float> as(static_cast<std::size_t>(m * 2), 1.0f),
               ws(static_cast<std::size_t>(2), 1.0f);
           std::vector<float> c(static_cast<std::size_t>(m * n), std::nanf(""));

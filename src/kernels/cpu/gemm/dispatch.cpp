@@ -64,7 +64,7 @@ const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
      decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16,
-     sgemm_direct_avx512bf16_6x64},
+     sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
@@ -116,7 +116,8 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 64 1.52x, 128 1.13x; the AVX2 family fp16 M=32 1.05x, 128 1.13x). Columns: mc, kc, B panel bytes,
 // nc, decode max M (fp32, 16/8-bit, bf16 pairs, fp8 pairs), direct min / max M, direct min N,
 // direct min / max M on bf16 pairs, on converted W, direct min K (fp32 and converted W), direct
-// max KC, direct A^T block bytes, swap min M, direct split-M max N, swap max N.
+// max KC, direct A^T block bytes, swap min M, direct split-M max N, swap max N, km B block bytes,
+// direct min M and min K on k pairs.
 // The direct path's threads split M (whole 64-row panels, as many per thread) for N <= 512, and
 // the default takes the direct path there from half of direct min N (2026-12-01, 2 threads, cold,
 // best of 15, against the default before: fp32 M x N x K = 128x128x2048 1.16x, 128x128x512
@@ -148,11 +149,19 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 256x2112x7168 1.14x, 256x4096x4096 1.09x; fp16 192x4096x4096 1.21x, 256x7168x2048 1.11x; fp32
 // 384x7168x2048 0.95x in a scratch program). fp32 at M = 8 on the direct path: 1.14-1.17x on N x K
 // = 24576 x 1536 and 16384 x 4096 but 0.84-0.89x on 7168 x 2048 and 4096 x 14336, so it starts at
-// 12 as on Zen 5; bf16 pairs at M = 12 were split (0.88x and 1.12x), so 12 too.
+// 12 as on Zen 5; bf16 pairs at M = 12 were split (0.88x and 1.12x), so 12 too. fp32 M = 5..8 on
+// the direct path's k-pairs kernel (direct_k2) from K = 1536 (2026-12-02, attain bench, 2 threads,
+// cold, against the decode path, 3-6 rounds in both orders, min: 8 x 24576 x 1536 1.16-1.35x,
+// 8 x 7168 x 2048 1.13-1.39x, 8 x 4096 x 14336 1.12-1.15x, 7 x 16384 x 2048 1.16x, 8 x 4096 x
+// 4096 1.13x, 8 x 2112 x 7168 1.10x, 5 x 24576 x 1536 1.20x, 6 x 4096 x 4096 1.01x, 5 x 2112 x
+// 7168 1.03x; shorter K mixed: K = 1024 1.00x, 768 1.22x, 512 0.87-0.91x, batched K = 128
+// 0.86-0.88x, 256 1.10x). The kernel's 64-bit broadcasts cost Zen 4 a vector-pipe slot each:
+// it runs 1.4 W values a cycle in L1 where the decode panel's plain loads run 2, so the panel
+// keeps the shorter rows it streams well.
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 512, 512, 256}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 512, 512, 256, 2 << 20, 5, 1536}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},

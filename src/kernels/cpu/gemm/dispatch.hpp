@@ -35,6 +35,10 @@ struct KernelFamily {
   int direct_rows = 0, direct_panel = 0, direct_lanes = 0;
   // The same tile on bf16 pairs (nullptr: none); see direct_pairs().
   DirectKernel direct_bf16 = nullptr;
+  // The direct path's kernel for panels of at most direct_lanes / 2 rows of A on fp32 values
+  // (simd_direct_k2: A^T with two consecutive k of a row in each pair of lanes); nullptr: none,
+  // such panels take `direct`.
+  DirectKernel direct_k2 = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -72,6 +76,10 @@ struct Blocking {
   int swap_max_n = 0;
   // Order::km's B block (KC x NC fp32) per thread: NC = this / (4 KC), at least nc.
   std::int64_t km_block_bytes = 2 << 20;
+  // The heuristic's direct path on k pairs (KernelFamily::direct_k2) for fp32 operands with
+  // direct_min_m_k2 <= M <= direct_lanes / 2, N >= direct_min_n and K >= direct_min_k_k2, ahead of
+  // the decode path (0: never by default).
+  int direct_min_m_k2 = 0, direct_min_k_k2 = 0;
 };
 
 struct CpuInfo {

@@ -113,6 +113,9 @@ struct Problem {
   // ...and its kernel (on bf16 pairs - `pairs` below, set for the direct path by direct_pairs -
   // the one for 32-bit words).
   detail::DirectKernel direct = nullptr;
+  // ...on k pairs (direct_k2: two consecutive k of a row in each pair of lanes, A^T laid out for
+  // it by pack_at) where the one panel has at most direct_lanes / 2 rows of A.
+  bool k2 = false;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -597,10 +600,45 @@ int at_width(const Problem& pr, int rows) {
   return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
 }
 
+// The k-pairs panel (pr.k2: the one panel of M <= direct_lanes / 2 rows): K [k0, k1) (k0 even)
+// at dst + k0 / 2 * L, at[s * L + 2 i + e] = A(i, 2 s + e), zeros past M and past K.
+void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst) {
+  const Params& p = *pr.p;
+  const int L = pr.fam->direct_lanes, m = static_cast<int>(p.m);
+  const std::int64_t len = k1 - k0;
+  // op(A)'s rows as fp32: in place where they are, else converted into scratch.
+  const float* src = nullptr;
+  std::int64_t ld = len;
+  if (p.trans_a == Trans::N && p.a_type == DType::f32) {
+    src = reinterpret_cast<const float*>(a_at(pr, 0, k0));
+    ld = pr.lda;
+  } else {
+    float* tmp = workspace().a_conv.get(m * len);
+    if (p.trans_a == Trans::N) {
+      convert_a_rows(pr, 0, m, k0, len, tmp, len);
+    } else {  // fp32 stored (K, M)
+      for (int i = 0; i < m; ++i)
+        for (std::int64_t q = 0; q < len; ++q)
+          tmp[i * len + q] = *reinterpret_cast<const float*>(a_at(pr, i, k0 + q));
+    }
+    src = tmp;
+  }
+  float* d = dst + k0 / 2 * L;
+  for (std::int64_t q = 0; q < len; q += 2, d += L) {
+    for (int i = 0; i < m; ++i) {
+      d[2 * i] = src[i * ld + q];
+      d[2 * i + 1] = q + 1 < len ? src[i * ld + q + 1] : 0.0f;
+    }
+    for (int l = 2 * m; l < L; ++l) d[l] = 0.0f;
+  }
+}
+
 // K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
 // `width` values at dst + k * width, zeros past the panel's rows): pack_a_panel with the panel's
-// width for MR (on bf16 pairs, words of two bf16 of consecutive k; k0 and k1 even).
+// width for MR (on bf16 pairs, words of two bf16 of consecutive k; k0 and k1 even;
+// the k-pairs panel by pack_at_k2).
 void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
+  if (pr.k2) return pack_at_k2(pr, k0, k1, dst);
   const int rows = at_rows(pr, i0), width = at_width(pr, rows);
   pack_a_panel(pr, i0, rows, k0, k1 - k0, width, dst + k0 / pr.kw * width,
                workspace().a_conv.get(rows * (k1 - k0)));
@@ -616,7 +654,8 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int R = f.direct_rows, P = f.direct_panel;
-  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, kw), q0 = m0 / P, q1 = ceil_div(m1, P);
+  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, pr.k2 ? 2 : kw), q0 = m0 / P,
+                     q1 = ceil_div(m1, P);
   const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
@@ -656,8 +695,10 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         const int m = at_rows(pr, q * P);
         const std::int64_t i = q * P - row0, r = j - col0;  // the tile's corner in out
         float* c = ct ? out + r * ldo + i : out + i * ldo + r;
-        pr.direct(kc / kw, wt, ld, rows, pr.at + q * P * kwords + k0 / kw * at_width(pr, m), m,
-                  alpha, beta, c, ldo, ct, q + 1 == q1 ? next : nullptr);
+        const float* at = pr.k2 ? pr.at + k0 / 2 * f.direct_lanes
+                                : pr.at + q * P * kwords + k0 / kw * at_width(pr, m);
+        pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct,
+                  q + 1 == q1 ? next : nullptr);
       }
     }
   }
@@ -788,6 +829,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
     return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi);
   };
+  // ...or on k pairs: fp32 operands with few rows of A.
+  const bool k2 = b.direct_min_m_k2 > 0 && f.direct_k2 != nullptr && !words && !conv &&
+                  p.m >= b.direct_min_m_k2 && 2 * p.m <= f.direct_lanes && p.k >= b.direct_min_k_k2;
   if (s.path == Path::automatic && !s.swap) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
@@ -807,7 +851,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
         (p.n >= b.direct_min_n || (2 * p.n >= b.direct_min_n && direct_split_m(p, f, b, blocks))) &&
-        direct_m(p) && (words || p.k >= b.direct_min_k))
+        ((direct_m(p) && (words || p.k >= b.direct_min_k)) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
@@ -929,6 +973,9 @@ Problem make_problem(const Params& p, const Schedule& s) {
   if (s.path == Path::direct) {  // A^T panels and W as words where the direct path multiplies pairs
     pr.pairs = detail::direct_pairs(p, *pr.fam);
     pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
+    // A panel of few rows of A (fp32 values): k pairs in the lanes, so that none idles.
+    pr.k2 = !pr.pairs && pr.fam->direct_k2 != nullptr && 2 * p.m <= pr.fam->direct_lanes;
+    if (pr.k2) pr.direct = pr.fam->direct_k2;
   }
   pr.kw = pr.pairs ? 2 : 1;
   return pr;

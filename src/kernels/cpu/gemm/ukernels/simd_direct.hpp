@@ -19,6 +19,70 @@
 
 namespace attain::gemm::detail {
 
+// The kernels' scalar write-back from their tile of sums in L1: C(i, r) = alpha * t[r * tld +
+// i * ts] + beta * C(i, r) for i < m, r < rows, rounded once (fma(beta, c, alpha * sum); beta 1
+// is c + alpha * sum, the same bits). ct: C(i, r) at c[r * ldc + i], else c[i * ldc + r].
+template <class S>
+inline void direct_write(const float* t, int tld, int ts, int rows, int m, float alpha, float beta,
+                         float* c, std::int64_t ldc, bool ct) {
+  if (ct) {  // rows of C shorter than the panel (the tail of the caller's N)
+    for (int r = 0; r < rows; ++r) {
+      float* cr = c + r * ldc;
+      for (int i = 0; i < m; ++i) {
+        const float s = alpha * t[r * tld + i * ts];
+        cr[i] = beta == 0.0f ? s : beta == 1.0f ? cr[i] + s : S::fma1(beta, cr[i], s);
+      }
+    }
+    return;
+  }
+  for (int i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    const float* ti = t + i * ts;
+    if (beta == 0.0f) {
+      for (int r = 0; r < rows; ++r) ci[r] = alpha * ti[r * tld];
+    } else if (beta == 1.0f) {
+      for (int r = 0; r < rows; ++r) ci[r] += alpha * ti[r * tld];
+    } else {
+      for (int r = 0; r < rows; ++r) ci[r] = S::fma1(beta, ci[r], alpha * ti[r * tld]);
+    }
+  }
+}
+
+// C's lines of a tile, fetched for writing while the tile computes: each of C's rows is written
+// at the end to a line far from the last one written (C's rows are N apart), so a cold C would
+// stall the write-back on every store. `steps` k steps in rounds of 16, a few lines a round:
+// with ct the tile's rows of C are the W rows, `vectors` vectors of `lanes` values each;
+// otherwise its m rows of `rows` values. (Internal linkage: each ISA's files compile their own.)
+namespace {
+struct CFetch {
+  float* c;
+  std::int64_t ldc;
+  bool ct;
+  int rows, vectors, lanes, lines, per_round, next = 0;
+  CFetch(float* c_, std::int64_t ldc_, bool ct_, int rows_, int m, int vectors_, int lanes_,
+         std::int64_t steps)
+      : c(c_),
+        ldc(ldc_),
+        ct(ct_),
+        rows(rows_),
+        vectors(vectors_),
+        lanes(lanes_),
+        lines(ct_ ? rows_ * vectors_ : m),
+        per_round(static_cast<int>(std::max<std::int64_t>(
+            1, (lines * 16 + steps - 1) / std::max<std::int64_t>(steps, 1)))) {}
+  void round() {
+    for (const int e = std::min(lines, next + per_round); next < e; ++next) {
+      if (ct) {
+        __builtin_prefetch(c + (next / vectors) * ldc + (next % vectors) * lanes, 1, 3);
+        continue;
+      }
+      __builtin_prefetch(c + next * ldc, 1, 3);
+      __builtin_prefetch(c + next * ldc + rows - 1, 1, 3);
+    }
+  }
+};
+}  // namespace
+
 template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
@@ -55,28 +119,14 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
     }
   };
   std::int64_t p = 0;
-  // C's rows of the tile are written at the end, each to a line far from the last one written
-  // (C's rows are N apart): fetch them for writing while the tile computes, a few rows per 16
-  // k steps, so that a cold C does not stall the write-back on every store. With `ct` the
-  // tile's rows of C are the W rows, NV vectors each: its lines are fetched the same way.
-  const int c_lines = ct ? rows * NV : m;
-  const int c_rows = static_cast<int>(
-      std::max<std::int64_t>(1, (c_lines * 16 + k - 1) / std::max<std::int64_t>(k, 1)));
-  int c_next = 0;
+  CFetch cf(c, ldc, ct, rows, m, NV, S::kLanes, k);
   // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
   for (; p + 16 <= k; p += 16) {
     if (next != nullptr && p * 4 < next->bytes) {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
     }
-    for (int e = std::min(c_lines, c_next + c_rows); c_next < e; ++c_next) {
-      if (ct) {
-        __builtin_prefetch(c + (c_next / NV) * ldc + (c_next % NV) * S::kLanes, 1, 3);
-        continue;
-      }
-      __builtin_prefetch(c + c_next * ldc, 1, 3);
-      __builtin_prefetch(c + c_next * ldc + rows - 1, 1, 3);
-    }
+    cf.round();
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) step(p + q, q % SETS);
   }
@@ -109,26 +159,7 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) S::store(&t[r][v * S::kLanes], acc[0][r][v]);
-  if (ct) {  // rows of C shorter than the panel (the tail of the caller's N)
-    for (int r = 0; r < rows; ++r) {
-      float* cr = c + r * ldc;
-      for (int i = 0; i < m; ++i) {
-        const float s = alpha * t[r][i];
-        cr[i] = beta == 0.0f ? s : beta == 1.0f ? cr[i] + s : S::fma1(beta, cr[i], s);
-      }
-    }
-    return;
-  }
-  for (int i = 0; i < m; ++i) {
-    float* ci = c + i * ldc;
-    if (beta == 0.0f) {
-      for (int r = 0; r < rows; ++r) ci[r] = alpha * t[r][i];
-    } else if (beta == 1.0f) {
-      for (int r = 0; r < rows; ++r) ci[r] += alpha * t[r][i];
-    } else {
-      for (int r = 0; r < rows; ++r) ci[r] = S::fma1(beta, ci[r], alpha * t[r][i]);
-    }
-  }
+  direct_write<S>(&t[0][0], P, 1, rows, m, alpha, beta, c, ldc, ct);
 }
 
 // The panel holds round_up(m, kLanes) rows: the instantiation with that many vectors.
@@ -141,6 +172,64 @@ inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, in
       return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
   }
   simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+}
+
+// The direct kernel for panels of at most kLanes / 2 rows of A (8 rows of zmm), where the plain
+// kernel would leave half its lanes or more idle: each pair of lanes holds two consecutive k of
+// one row of A, at[s * kLanes + 2 i + e] = A(i, 2 s + e) (zeros past m and past k), and each
+// step broadcasts two consecutive values of every W row (S::bcast_pair), so an FMA does two k
+// steps of kLanes / 2 rows. The pairs' lanes are summed at the end (S::sum_pairs). Same contract
+// as simd_direct otherwise (C(i, r), alpha, beta, ct, next); an odd k reads its last value alone
+// (nothing past the rows' ends).
+template <class S, int R>
+inline __attribute__((always_inline)) void simd_direct_k2(std::int64_t k, const float* w,
+                                                          std::int64_t ldw, int rows,
+                                                          const float* at, int m, float alpha,
+                                                          float beta, float* c, std::int64_t ldc,
+                                                          bool ct, const DirectNext* next) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  static_assert(2 * R + 2 <= S::kRegs, "two accumulator sets, an A vector and a broadcast");
+  V acc[2][R];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[h][r] = S::zero();
+  const float* wr[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
+  auto step = [&](std::int64_t s, int h) __attribute__((always_inline)) {
+    const V a = S::load(at + s * L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[h][r] = S::fma(S::bcast_pair(wr[r] + 2 * s), a, acc[h][r]);
+  };
+  const std::int64_t steps = k / 2;
+  std::int64_t s = 0;
+  CFetch cf(c, ldc, ct, rows, m, 1, L, steps);
+  // 16 steps = two lines of each W row: fetch the next tile's two lines of each row.
+  for (; s + 16 <= steps; s += 16) {
+    if (next != nullptr && s * 8 < next->bytes) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        __builtin_prefetch(next->w + r * next->ld + s * 8, 0, 3);
+        __builtin_prefetch(next->w + r * next->ld + s * 8 + 64, 0, 3);
+      }
+    }
+    cf.round();
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) step(s + q, q % 2);
+  }
+  for (; s < steps; ++s) step(s, 0);
+  if (k % 2 != 0) {
+    const V a = S::load(at + steps * L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+      acc[1][r] = S::fma(S::bcast_pair_first(wr[r] + 2 * steps), a, acc[1][r]);
+  }
+  alignas(64) float t[R][L];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) S::store(t[r], S::sum_pairs(S::add(acc[0][r], acc[1][r])));
+  direct_write<S>(&t[0][0], L, 2, rows, m, alpha, beta, c, ldc, ct);
 }
 
 }  // namespace attain::gemm::detail

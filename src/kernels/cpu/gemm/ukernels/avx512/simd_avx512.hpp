@@ -33,6 +33,16 @@ struct Avx512 {
   }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  // The paired direct kernel (simd_direct_pairs_k): the two floats at p in every pair of lanes;
+  // the one float at p in the even lanes, zeros in the odd (the end of K: nothing is read past
+  // p + 1); each pair of lanes' sum in both.
+  static V bcast_pair(const float* p) {
+    return _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(p)));
+  }
+  static V bcast_pair_first(const float* p) {
+    return _mm512_maskz_mov_ps(0x5555, _mm512_set1_ps(*p));
+  }
+  static V sum_pairs(V v) { return _mm512_add_ps(v, _mm512_permute_ps(v, 0xb1)); }
   static float fma1(float a, float b, float c) {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
   }
