@@ -180,6 +180,17 @@ TEST(Tune, HeuristicAndModelAreDeterministicAndSane) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]);
   EXPECT_EQ(a.front(), gemm::Schedule{});  // the default is always a candidate
+  // The direct path with 8 rows of A computes half the vectors of 16 rows (the AVX-512
+  // family's k-pairs kernel; the AVX2 family's vectors hold 8 rows): on a machine whose FMAs,
+  // not the W broadcasts, bound the kernel, it is estimated faster.
+  tune::Machine slow = m;
+  slow.fma_gflops_1t = 100;
+  TensorSet m8(Op::parse("gemm:m=8,n=4096,k=4096,dtype=fp32")),
+      m16(Op::parse("gemm:m=16,n=4096,k=4096,dtype=fp32"));
+  gemm::Schedule direct;
+  direct.path = gemm::Path::direct;
+  EXPECT_LT(tune::estimate(backends::gemm_call(m8, opt), direct, slow),
+            0.8 * tune::estimate(backends::gemm_call(m16, opt), direct, slow));
 }
 
 class TuneCacheDir : public ::testing::Test {

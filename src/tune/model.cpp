@@ -154,6 +154,10 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const double kw = words ? 2.0 : 1.0;
     // W of another dtype is converted a tile at a time before the tile computes.
     const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
+    // At most direct_lanes / 2 rows of A on the k-pairs kernel (direct_k2): two k in each pair of
+    // lanes, half the vectors of the padded panel; the broadcasts as many (two values each, at
+    // about the cost of two).
+    const bool k2 = !words && fam.direct_k2 != nullptr && 2 * p.m <= fam.direct_lanes;
     // The grid: whole panels of A^T (threads_m) by W tiles (threads_n).
     const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.direct_panel);
     const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);
@@ -161,7 +165,8 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
       const std::int64_t m1 = std::min(p.m, m0 + mchunk);
       std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
       for (std::int64_t i0 = m0; i0 < m1; i0 += fam.direct_panel)
-        width += round_up(std::min<std::int64_t>(fam.direct_panel, m1 - i0), fam.direct_lanes);
+        width += k2 ? fam.direct_lanes / 2
+                    : round_up(std::min<std::int64_t>(fam.direct_panel, m1 - i0), fam.direct_lanes);
       for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
         const double nb = d(std::min(nchunk, p.n - n0));
         BlockWork w;
