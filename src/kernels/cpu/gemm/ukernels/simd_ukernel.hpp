@@ -5,8 +5,6 @@
 // S provides: V, kLanes, zero(), load(p), store(p, v), bcast(p), fma(a, b, c) = a*b + c, mul,
 // and dot(a, b, c): the k step's product into the accumulators (fma on fp32 panels; on panels
 // of bf16 pairs, vdpbf16ps, with k counting pairs and the panels' values 32-bit words).
-// Optionally dot_bcast(c, b, p): c = dot(bcast(p), b, c) with the broadcast folded into the
-// instruction (AVX-512's embedded broadcast); the kernel uses it where S has it.
 // The MR x NV accumulators stay in registers (MR*NV + NV + 1 <= the register file); check
 // the disassembly of a new shape: the loop body must be MR*NV FMAs with no spills.
 #pragma once
@@ -46,14 +44,9 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
     for (int j = 0; j < NV; ++j) bv[j] = S::load(bp + j * S::kLanes);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      if constexpr (requires(V & c, V v) { S::dot_bcast(c, v, ap); }) {
+      const V av = S::bcast(ap + i);
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) S::dot_bcast(acc[i][j], bv[j], ap + i);
-      } else {
-        const V av = S::bcast(ap + i);
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) acc[i][j] = S::dot(av, bv[j], acc[i][j]);
-      }
+      for (int j = 0; j < NV; ++j) acc[i][j] = S::dot(av, bv[j], acc[i][j]);
     }
   };
 
@@ -100,12 +93,8 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
     }
     return;
   }
-  // Unrolled like every other use of acc: an index known only at run time would keep the whole
-  // array in memory through the k loop (GCC 12 with dot_bcast's asm operands).
   alignas(64) float t[S::kLanes];
-#pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       S::store(t, S::mul(row_scale != nullptr ? S::bcast(row_scale + i) : va, acc[i][j]));
       for (int l = 0; l < S::kLanes; ++l) {

@@ -1,5 +1,5 @@
-// fp32 micro-kernel, AVX-512F: 12 rows x 32 columns, 24 zmm accumulators + 2 B vectors = 26 of
-// 32 registers; each A value is broadcast inside its FMAs (Avx512::dot_bcast).
+// fp32 micro-kernel, AVX-512F: 12 rows x 32 columns, 24 zmm accumulators + 2 B vectors +
+// 1 broadcast A value = 27 of 32 registers.
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
 #include "kernels/cpu/gemm/ukernels/simd_ukernel.hpp"
 

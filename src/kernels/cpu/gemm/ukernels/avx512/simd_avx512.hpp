@@ -24,13 +24,6 @@ struct Avx512 {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   // The micro-kernel's k-step product (simd_ukernel): an FMA on fp32 panels.
   static V dot(V a, V b, V c) { return fma(a, b, c); }
-  // dot(bcast(p), b, c) with the broadcast inside the FMA (an embedded {1to16} memory operand):
-  // no register holds the A value, and GCC 12, which otherwise rotated the 12 x 32 kernel's
-  // accumulators through moves and spilled one, keeps all 24 in place (kernel in L1: 0.92 ->
-  // 0.95-0.97 of the FMA peak on Zen 4).
-  static void dot_bcast(V& c, V b, const float* p) {
-    asm("vfmadd231ps %[a]%{1to16%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*p));
-  }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   // The paired direct kernel (simd_direct_pairs_k): the two floats at p in every pair of lanes;

@@ -11,10 +11,6 @@ struct Avx512Bf16Pairs : Avx512 {
   static V dot(V a, V b, V c) {
     return _mm512_dpbf16_ps(c, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
   }
-  // dot(bcast(p), b, c) with the A word broadcast inside the instruction (Avx512::dot_bcast).
-  static void dot_bcast(V& c, V b, const float* p) {
-    asm("vdpbf16ps %[a]%{1to16%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*p));
-  }
 };
 
 }  // namespace
