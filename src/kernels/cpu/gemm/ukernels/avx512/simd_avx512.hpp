@@ -26,7 +26,7 @@ struct Avx512 {
   static V dot(V a, V b, V c) { return fma(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  // The paired direct kernel (simd_direct_pairs_k): the two floats at p in every pair of lanes;
+  // The paired direct kernel (simd_direct_k2): the two floats at p in every pair of lanes;
   // the one float at p in the even lanes, zeros in the odd (the end of K: nothing is read past
   // p + 1); each pair of lanes' sum in both.
   static V bcast_pair(const float* p) {
