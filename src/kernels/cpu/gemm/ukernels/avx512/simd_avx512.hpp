@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace {
 
@@ -29,8 +30,10 @@ struct Avx512 {
   // The paired direct kernel (simd_direct_k2): the two floats at p in every pair of lanes;
   // the one float at p in the even lanes, zeros in the odd (the end of K: nothing is read past
   // p + 1); each pair of lanes' sum in both.
-  static V bcast_pair(const float* p) {
-    return _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(p)));
+  static V bcast_pair(const float* p) {  // p is 4-byte aligned only: copied, not a double*
+    double d;
+    std::memcpy(&d, p, sizeof d);
+    return _mm512_castpd_ps(_mm512_set1_pd(d));
   }
   static V bcast_pair_first(const float* p) {
     return _mm512_maskz_mov_ps(0x5555, _mm512_set1_ps(*p));
