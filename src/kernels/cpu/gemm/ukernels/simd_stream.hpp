@@ -236,8 +236,8 @@ struct Stream {
     // computes long enough for the hardware prefetcher to follow the rows in address order, and
     // the burst of software prefetches at the block's start only got in the way of the tile's
     // own loads (Zen 4, 2 threads, cold, without it / with it, 4-6 rounds: 4x16384x512
-    // 1.91-1.95x, 8x16384x128 1.27-1.67x, batched 128 x (8x2048x128) 1.55-1.59x, 4 x
-    // (8x2048x128) 1.45-1.50x, 16x8192x128 1.15x, 4x2048x128 1.12x; with fewer rows it was
+    // 1.28-1.95x, 8x16384x128 1.27-1.67x, batched 128 x (8x2048x128) 1.37-1.59x, 4 x
+    // (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer rows it was
     // mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x (2x4096x128)
     // 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x).
     if constexpr (MBc < 4)
