@@ -157,7 +157,7 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     // At most direct_lanes / 2 rows of A on the k-pairs kernel (direct_k2): two k in each pair of
     // lanes, half the vectors of the padded panel; the broadcasts as many (two values each, at
     // about the cost of two).
-    const bool k2 = !words && fam.direct_k2 != nullptr && 2 * p.m <= fam.direct_lanes;
+    const bool k2 = gemm::detail::direct_on_k_pairs(p, fam);
     // The grid: whole panels of A^T (threads_m) by W tiles (threads_n).
     const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.direct_panel);
     const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);

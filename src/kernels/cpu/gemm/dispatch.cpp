@@ -288,6 +288,10 @@ bool swap_ok(const Params& p, const KernelFamily& f) {
          p.b_type != DType::fp8 && direct_ok(swapped(p), f);
 }
 
+bool direct_on_k_pairs(const Params& p, const KernelFamily& f) {
+  return f.direct_k2 != nullptr && 2 * p.m <= f.direct_lanes && !direct_pairs(p, f);
+}
+
 bool direct_converts(const Params& p, const KernelFamily& f) {
   return p.b_type != DType::f32 && !direct_pairs(p, f);
 }

@@ -126,6 +126,9 @@ bool direct_converts(const Params& p, const KernelFamily& f);
 // bf16 A and W on the direct path as bf16 pairs: a family with direct_bf16 on a CPU with
 // AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W.
 bool direct_pairs(const Params& p, const KernelFamily& f);
+// The direct path runs the family's k-pairs kernel (direct_k2): fp32 values (not bf16 pairs)
+// and one panel of at most direct_lanes / 2 rows of A.
+bool direct_on_k_pairs(const Params& p, const KernelFamily& f);
 // The operands swapped: C^T = W . A^T as a product of its own (A' = W stored (N, K), W' = A
 // stored (M, K), M' = N, N' = M; leading dimensions kept, no scales, schedule.swap cleared).
 // Its C' is the caller's C transposed: element (i, j) of C' at c + j * ldc + i, ldc the

@@ -830,8 +830,8 @@ Schedule resolve_with(const Params& p, int blocks) {
     return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi);
   };
   // ...or on k pairs: fp32 operands with few rows of A.
-  const bool k2 = b.direct_min_m_k2 > 0 && f.direct_k2 != nullptr && !words && !conv &&
-                  p.m >= b.direct_min_m_k2 && 2 * p.m <= f.direct_lanes && p.k >= b.direct_min_k_k2;
+  const bool k2 = b.direct_min_m_k2 > 0 && !conv && detail::direct_on_k_pairs(p, f) &&
+                  p.m >= b.direct_min_m_k2 && p.k >= b.direct_min_k_k2;
   if (s.path == Path::automatic && !s.swap) {
     // Decode when the weights dominate the traffic and there are too few rows of A to
     // amortise packing them: M up to the table's measured crossover, W stored (N, K).
@@ -974,7 +974,7 @@ Problem make_problem(const Params& p, const Schedule& s) {
     pr.pairs = detail::direct_pairs(p, *pr.fam);
     pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
     // A panel of few rows of A (fp32 values): k pairs in the lanes, so that none idles.
-    pr.k2 = !pr.pairs && pr.fam->direct_k2 != nullptr && 2 * p.m <= pr.fam->direct_lanes;
+    pr.k2 = detail::direct_on_k_pairs(p, *pr.fam);
     if (pr.k2) pr.direct = pr.fam->direct_k2;
   }
   pr.kw = pr.pairs ? 2 : 1;
