@@ -787,6 +787,51 @@ TEST(Gemm, PanelChunkSizes) {
   }
 }
 
+// 16-bit W on the panel kernel's fp32 route takes K in chunks of kDecodePanelWideBytes of packed
+// A whatever panel_bytes says: K past one such chunk (two equal chunks and a tail of K that is
+// not a whole step), 5 and 8 rows of A, tiles of 3 and 2 W rows, exact small integers against
+// the exact sums (a chunk skipped, added twice or started at the wrong K fails bit for bit).
+TEST(Gemm, PanelWideChunks) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  const std::int64_t step_values = detail::kDecodePanelWideBytes / (8 * 4);  // 8 rows of fp32
+  const std::int64_t n = 5, k = step_values + 2 * 16 * 3 + 7;
+  std::vector<float> a(8 * k), w(n * k);
+  std::vector<std::uint16_t> wh(n * k), wb(n * k);
+  for (std::int64_t i = 0; i < 8 * k; ++i) a[i] = static_cast<float>(i % 7) - 3;
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    w[i] = static_cast<float>(i % 5) - 2;
+    wh[i] = f32_to_f16(w[i]);
+    wb[i] = f32_to_bf16(w[i]);
+  }
+  for (const std::int64_t m : {std::int64_t{5}, std::int64_t{8}}) {
+    std::vector<float> ref(m * n);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (std::int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * w[j * k + p];
+        ref[i * n + j] = static_cast<float>(sum);
+      }
+    for (const DType wt : {DType::f16, DType::bf16})
+      for (int stages : {1, 2}) {
+        std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
+        std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
+        detail::DecodeArgs g;
+        g.a = a.data(), g.lda = k, g.m = m, g.k = k;
+        g.w = wt == DType::f16 ? wh.data() : wb.data();
+        g.w_type = wt;
+        g.ldw = k, g.n0 = 0, g.n1 = n, g.out = out.data(), g.ldo = n;
+        g.stages = stages;
+        g.scratch = reinterpret_cast<float*>(
+            (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
+        g.panel_bytes = 8192;  // the L1 chunk: not what 16-bit W takes
+        detail::decode_avx512(g);
+        for (std::int64_t i = 0; i < m * n; ++i)
+          ASSERT_EQ(out[i], ref[i])
+              << dtype_name(wt) << " m " << m << " stages " << stages << " at " << i;
+      }
+  }
+}
+
 // The CPU table's row: the vendor and family's own (zen5: family 0x1a, zen4: 0x19 with AVX-512),
 // else the generic one (ATTAIN_GEMM_TABLE forces a row; tests/cli/bench.sh checks that).
 TEST(GemmDispatch, TableRowForThisCpu) {

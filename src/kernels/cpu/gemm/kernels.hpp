@@ -50,8 +50,16 @@ void round16_avx2(DType, const float*, std::int64_t, float, float, std::uint16_t
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
 
-// The panel kernel's largest K chunk of packed A (below): it sizes the decode scratch.
+// The panel kernel's largest K chunk of packed A (below) where it keeps A in L1 ...
 inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
+// ... and its chunk for 16-bit W on the fp32 route (Fp32Route<bf16 / f16>), A in L2, which sizes
+// the decode scratch: there an L1 chunk (512 fp32 values of 8 rows) cut each W row into 1 KiB
+// pieces, too short for the memory streams (Zen 4, 2 threads, cold, fp16 W, all of K against
+// half the L1d, 3-4 rounds: 8 x 16384 x 4096 1.25-1.58x, 8 x 24576 x 1536 1.11-1.36x,
+// 8 x 16384 x 1024 1.10-1.28x, 8 x 7168 x 2048 1.04-1.36x, 8 x 4096 x 12288 1.10x, 5 x 4096 x
+// 4096 0.94-1.04x). fp32 W (2 KiB pieces) measured level (0.92-1.08x) and bf16 pairs slower
+// (0.80-0.97x: two products per value load A twice as fast), so they keep the L1 chunk.
+inline constexpr std::int64_t kDecodePanelWideBytes = 512 * 1024;
 
 // Whether a decode kernel reads a group's W rows one after another instead of a vector of each
 // in turn, which makes one stream in address order where the rows lie back to back (ldw = K)
@@ -88,7 +96,7 @@ struct DecodeArgs {
   const float* a_scale = nullptr;
   std::int64_t ld_ascale = 0;
   // The panel kernel's packed A per K chunk, in bytes (the engine passes decode_panel_bytes():
-  // half the L1d; clamped to kDecodePanelChunkBytes, which sizes the scratch).
+  // half the L1d; clamped to kDecodePanelChunkBytes; 16-bit W on the fp32 route ignores it).
   std::int64_t panel_bytes = kDecodePanelChunkBytes;
 };
 using Decode = void (*)(const DecodeArgs& args);
@@ -120,8 +128,9 @@ inline constexpr std::int64_t kPairsConvertMinM = 4;
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
 // the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
 // into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (half the L1d, at
-// most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream; bf16 x
-// bf16 on bf16 pairs where the CPU has AVX512-BF16).
+// most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream - 16-bit W
+// on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where the
+// CPU has AVX512-BF16).
 // Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against
 // blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
@@ -132,11 +141,11 @@ inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k) {
 
 // Scratch the decode kernels need: converted W tile + vector accumulators, or the panel
 // kernel's packed A (kDecodePanelMaxM rows of one K chunk rounded up to whole vectors: at most
-// kDecodePanelChunkBytes).
+// kDecodePanelWideBytes, the chunk of 16-bit W on the fp32 route).
 inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile, std::int64_t k) {
   const std::int64_t tiles = kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
   const std::int64_t all_k = kDecodePanelMaxM * ((k + 15) / 16) * 16;
-  const std::int64_t chunk = kDecodePanelChunkBytes / static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t chunk = kDecodePanelWideBytes / static_cast<std::int64_t>(sizeof(float));
   const std::int64_t panel = all_k < chunk ? all_k : chunk;
   return tiles > panel ? tiles : panel;
 }

@@ -23,6 +23,7 @@ struct Fp32Route {
   using W = __m512;
   static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
+  static constexpr bool kWide = T != DType::f32;  // 16-bit W: long pieces of each row
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask16 live =

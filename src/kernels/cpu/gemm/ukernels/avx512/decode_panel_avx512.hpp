@@ -10,8 +10,9 @@
 //
 // P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
 // per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
-// ahead), pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past
-// K), load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
+// ahead), kWide (K chunks of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
+// pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past K),
+// load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
 #pragma once
 
 #include <immintrin.h>
@@ -147,15 +148,16 @@ void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k
 // 768, not 1024 + 512). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and
 // more), and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the
 // L2's rate (Zen 5, warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
+// P::kWide (16-bit W on the fp32 route): chunks of at most kDecodePanelWideBytes instead, A in
+// L2, where the L1 chunk cut W's rows into pieces too short to stream (kernels.hpp).
 template <class P>
 std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
   constexpr std::int64_t step_bytes =
       kDecodePanelMaxM * P::kStep * static_cast<std::int64_t>(sizeof(typename P::A));
-  static_assert(kDecodePanelChunkBytes % step_bytes == 0,
-                "a chunk's panel must fit decode_scratch_floats");
-  bytes = bytes < step_bytes               ? step_bytes
-          : bytes > kDecodePanelChunkBytes ? kDecodePanelChunkBytes
-                                           : bytes;
+  constexpr std::int64_t most_bytes = P::kWide ? kDecodePanelWideBytes : kDecodePanelChunkBytes;
+  static_assert(most_bytes % step_bytes == 0, "a chunk's panel must fit decode_scratch_floats");
+  if constexpr (P::kWide) bytes = most_bytes;
+  bytes = bytes < step_bytes ? step_bytes : bytes > most_bytes ? most_bytes : bytes;
   const std::int64_t most = bytes / step_bytes * P::kStep;
   const std::int64_t chunks = (k + most - 1) / most;
   return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
