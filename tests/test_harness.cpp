@@ -254,6 +254,40 @@ TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {
   EXPECT_NEAR(s.efficiency.at("y").at("phase=decode").geomean, 0.25, 1e-12);
 }
 
+// --rounds: each op and backend keeps its fastest ok run; a wrong answer or an error in any run
+// stays; the later runs may list the backends in another order; the same op twice in a list
+// (two models' layers) stays two results.
+TEST(Aggregates, RoundsKeepTheFastestRunAndEveryFailure) {
+  auto result = [](const char* spec, const char* backend, double median, const char* status) {
+    Result r;
+    r.op = {Op::parse(spec), {"", "", "decode", 1, 0, 1}};
+    r.backend = backend, r.median_s = median, r.min_s = median / 2, r.status = status;
+    return r;
+  };
+  const char* a = "gemm:m=1,n=8,k=8,dtype=fp32";
+  const char* b = "gemm:m=2,n=8,k=8,dtype=fp32";
+  std::vector<Result> kept = {result(a, "x", 2.0, "ok"),    result(a, "y", 3.0, "ok"),
+                              result(b, "x", 1.0, "wrong"), result(b, "y", 5.0, "ok"),
+                              result(a, "x", 4.0, "ok"),    result(a, "y", 1.0, "unsupported")};
+  // The second run: backends reversed, x faster on the first a, y slower on it, y wrong on b,
+  // x ok and fast on b (stays wrong), x slower on the second a.
+  const std::vector<Result> round = {result(a, "y", 3.5, "ok"),          result(a, "x", 1.5, "ok"),
+                                     result(b, "y", 0.5, "wrong"),       result(b, "x", 0.1, "ok"),
+                                     result(a, "y", 1.0, "unsupported"), result(a, "x", 5.0, "ok")};
+  keep_faster_round(kept, round);
+  EXPECT_EQ(kept[0].median_s, 1.5);  // faster run kept, with its own other timings
+  EXPECT_EQ(kept[0].min_s, 0.75);
+  EXPECT_EQ(kept[1].median_s, 3.0);
+  EXPECT_EQ(kept[2].status, "wrong");
+  EXPECT_EQ(kept[3].status, "wrong");
+  EXPECT_EQ(kept[3].median_s, 0.5);
+  EXPECT_EQ(kept[4].median_s, 4.0);
+  EXPECT_EQ(kept[5].status, "unsupported");
+  // A run of another op list is a bug of the caller.
+  std::vector<Result> other = {result(b, "x", 1.0, "ok")};
+  EXPECT_THROW(keep_faster_round(kept, other), std::logic_error);
+}
+
 namespace {
 // Sleeps `us` per run, counts its runs and, given a log, appends its id to it.
 struct SleepKernel : Kernel {

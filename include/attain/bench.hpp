@@ -76,7 +76,15 @@ struct BenchConfig {
   std::uint64_t seed = 42;
   bool progress = false;          // progress bar with ETA on stderr
   double memory_limit_bytes = 0;  // 0: 80% of the memory available now
+  // Whole runs of the op list, the backends in reverse order every other run; each op and
+  // backend keeps its fastest run (keep_faster_round).
+  int rounds = 1;
 };
+
+// Merges one run of the op list into the results kept so far (the same ops and backends, in
+// any order): an op and backend that ran ok in both keeps the run with the lower median;
+// a wrong answer or an error in either run stays, whatever the other's speed.
+void keep_faster_round(std::vector<Result>& kept, const std::vector<Result>& round);
 
 // Available memory now (MemAvailable), in bytes.
 double available_memory_bytes();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 
 #include "attain/bench.hpp"
 #include "attain/threadpool.hpp"
@@ -69,8 +70,29 @@ ProgressBar::~ProgressBar() {
   if (on_) fmt::print(stderr, "\r\x1b[K");
 }
 
-std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
-                              const Roofline& roof, std::map<std::string, std::string>* libraries) {
+void keep_faster_round(std::vector<Result>& kept, const std::vector<Result>& round) {
+  // Each backend's results come in the op list's order in every run: the n-th of a backend in
+  // `round` is the n-th of that backend in `kept`.
+  std::map<std::string, std::vector<std::size_t>> at;
+  for (std::size_t i = 0; i < kept.size(); ++i) at[kept[i].backend].push_back(i);
+  std::map<std::string, std::size_t> seen;
+  auto failed = [](const Result& r) { return r.status == "wrong" || r.status == "error"; };
+  for (const Result& r : round) {
+    const std::size_t n = seen[r.backend]++;
+    const auto f = at.find(r.backend);
+    if (f == at.end() || n >= f->second.size() || kept[f->second[n]].op.op.spec() != r.op.op.spec())
+      throw std::logic_error("keep_faster_round: runs of different op lists or backends");
+    Result& k = kept[f->second[n]];
+    if (failed(k)) continue;
+    if (failed(r) || (r.status == "ok" && (k.status != "ok" || r.median_s < k.median_s))) k = r;
+  }
+}
+
+namespace {
+
+std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                              const Roofline& roof, std::map<std::string, std::string>* libraries,
+                              ProgressBar& progress, std::size_t done_before) {
   std::vector<std::pair<std::string, std::unique_ptr<Backend>>> backends;
   for (const auto& name : cfg.backends) {
     auto be = make_backend(name);
@@ -82,10 +104,9 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
   RunOptions run_opt = cfg.run;
   run_opt.hot = cfg.timing.hot;
   std::vector<Result> out;
-  ProgressBar progress(cfg.progress, ops.size());
   for (std::size_t oi = 0; oi < ops.size(); ++oi) {
     const CatalogOp& cop = ops[oi];
-    progress.update(oi, cop.op.spec());
+    progress.update(done_before + oi, cop.op.spec());
     const std::size_t set_bytes = tensor_set_bytes(cop.op);
     std::vector<std::size_t> runnable;
     for (std::size_t bi = 0; bi < backends.size(); ++bi) {
@@ -173,7 +194,23 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
       }
     }
   }
-  progress.update(ops.size(), "done");
+  return out;
+}
+
+}  // namespace
+
+std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                              const Roofline& roof, std::map<std::string, std::string>* libraries) {
+  if (cfg.rounds < 1) throw std::invalid_argument("run_bench: rounds must be at least 1");
+  const auto rounds = static_cast<std::size_t>(cfg.rounds);
+  ProgressBar progress(cfg.progress, ops.size() * rounds);
+  std::vector<Result> out = run_round(ops, cfg, roof, libraries, progress, 0);
+  BenchConfig reversed = cfg;
+  std::reverse(reversed.backends.begin(), reversed.backends.end());
+  for (std::size_t r = 1; r < rounds; ++r)
+    keep_faster_round(
+        out, run_round(ops, r % 2 ? reversed : cfg, roof, nullptr, progress, r * ops.size()));
+  progress.update(ops.size() * rounds, "done");
   return out;
 }
 

@@ -32,7 +32,7 @@ std::string default_backends() {
 struct Opts {
   OpSource src;
   std::string backends = default_backends(), out, schedule = "default", layer;
-  int threads = 0, stages = 2;
+  int threads = 0, stages = 2, rounds = 1;
   double max_seconds = 0.25;
   bool hot = false, json = false, no_progress = false, list = false, no_tune = false;
   bool recheck = false, no_recheck = false;
@@ -210,6 +210,11 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_option("--threads", o->threads, "threads per backend (default: all logical CPUs)");
   sub->add_option("--max-seconds", o->max_seconds, "timing budget per op and backend, in seconds")
       ->capture_default_str();
+  sub->add_option("--rounds", o->rounds,
+                  "run the whole op list this many times, the backends in reverse order every "
+                  "other run, and keep each op and backend's fastest run (a shared machine's slow "
+                  "spells then hit single runs; a wrong answer in any run stays)")
+      ->capture_default_str();
   sub->add_flag("--hot", o->hot, "warm cache: no input rotation, no LLC flush");
   sub->add_option("--stages", o->stages, "attain backend: tile pipeline depth (1 = no prefetch)")
       ->capture_default_str();
@@ -254,6 +259,9 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->schedule != "default" && o->schedule != "auto")
       throw InputError(fmt::format("--schedule {} (known: default, auto)", o->schedule));
     if (!(o->max_seconds > 0)) throw InputError("--max-seconds must be positive");
+    if (o->rounds < 1 || o->rounds > 100)
+      throw InputError(fmt::format("--rounds {} must be 1..100", o->rounds));
+    if (o->rounds > 1 && !o->layer.empty()) throw InputError("--rounds does not apply to --layer");
     if (o->recheck && o->no_recheck) throw InputError("--recheck and --no-recheck contradict");
     if (!o->layer.empty() && (!o->src.suite.empty() || !o->src.ops.empty() ||
                               !o->src.shape.empty() || !o->src.model.empty()))
@@ -268,6 +276,7 @@ const bool registered = add_command([](CLI::App& app) {
     cfg.timing.max_seconds = o->max_seconds;
     cfg.timing.hot = o->hot;
     cfg.seed = o->seed;
+    cfg.rounds = o->rounds;
     cfg.progress = !o->no_progress && !o->json;
 
     const HostCeilings host = probe_host(false, !o->json);
@@ -290,16 +299,22 @@ const bool registered = add_command([](CLI::App& app) {
         {"stages", cfg.run.stages},
         {"schedule", cfg.run.schedule},
         {"backends", cfg.backends},
-        {"timing", "median of repeats after warm-up; cold cache by input rotation or LLC flush"},
+        {"rounds", cfg.rounds},
+        {"timing", cfg.rounds > 1
+                       ? "median of repeats after warm-up, the fastest of the rounds (runs of "
+                         "the whole op list); cold cache by input rotation or LLC flush"
+                       : "median of repeats after warm-up; cold cache by input rotation or LLC "
+                         "flush"},
         {"flops_model", "2*M*N*K per GEMM (grouped: summed; mla: QK^T + PV)"},
         {"bytes_model", "inputs read once + outputs written once, stored dtypes"}};
     if (!o->layer.empty()) return run_layer_command(*o, cfg, host, roof);
     if (!o->json)
       fmt::print(
-          "attain bench: {} ops x {} backends, {} threads, {} cache; roofline {:.1f} GFLOP/s, "
-          "{:.1f} GB/s ({})\n",
-          ops.size(), cfg.backends.size(), cfg.run.threads, cfg.timing.hot ? "hot" : "cold",
-          roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
+          "attain bench: {} ops x {} backends{}, {} threads, {} cache; roofline {:.1f} "
+          "GFLOP/s, {:.1f} GB/s ({})\n",
+          ops.size(), cfg.backends.size(),
+          cfg.rounds > 1 ? fmt::format(" x {} rounds", cfg.rounds) : "", cfg.run.threads,
+          cfg.timing.hot ? "hot" : "cold", roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
     // Under mpirun the ops are sharded round robin over the ranks (one rank per host), and
     // rank 0 gathers every result in the suite's order and writes the one results file.
     std::unique_ptr<moe::MpiSession> mpi;

@@ -57,6 +57,21 @@ expect_error 2 "must be positive" -- "$ATTAIN" bench --op gemm:m=-1,n=2,k=2,dtyp
 expect_error 2 "too large" -- "$ATTAIN" bench --op gemm:m=2000000000,n=2000000000,k=8,dtype=fp32
 expect_error 2 "unknown dtype" -- "$ATTAIN" bench --shape 2x2x2 --dtype fp9
 expect_error 2 "--stages" -- "$ATTAIN" bench --shape 2x2x2 --stages 0
+# --rounds: the whole list run again, one result per op and backend, the rounds recorded.
+"$ATTAIN" bench --op gemm:m=2,n=8,k=16,dtype={fp32,bf16} --backend reference,attain --rounds 3 \
+  --max-seconds 0.01 --no-recheck --json > "$TMP/rounds.json"
+python3 - "$TMP/rounds.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["config"]["rounds"] == 3, d["config"]
+rs = d["results"]
+assert [(r["op"]["spec"].split(",")[-1], r["backend"]) for r in rs] == [
+    ("dtype=fp32", "reference"), ("dtype=fp32", "attain"),
+    ("dtype=bf16", "reference"), ("dtype=bf16", "attain")], rs
+for r in rs:
+    assert r["status"] == "ok" and r["verified"] and r["median_s"] > 0, r
+PY
+expect_error 2 "--rounds 0 must be 1..100" -- "$ATTAIN" bench --shape 2x2x2 --rounds 0
 # An op larger than memory is refused before anything is allocated.
 "$ATTAIN" bench --op gemm:m=1000000,n=1000000,k=64,dtype=fp32 --backend reference,openblas --json > "$TMP/big.json" 2>/dev/null || true
 python3 - "$TMP/big.json" <<'PY'
