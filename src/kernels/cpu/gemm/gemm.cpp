@@ -449,7 +449,13 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const std::int64_t k0 = slice < 0 ? 0 : slice * pr.kslice;
   const std::int64_t K = (slice < 0 ? p.k : std::min(p.k, k0 + pr.kslice)) - k0;
   const std::int64_t KC = pr.s.kc, MC = pr.s.mc;
-  const std::int64_t NC = pr.s.nc;
+  // Columns in equal blocks of at most the schedule's NC (whole NR panels): 1056 columns as 544 +
+  // 512, not 1024 + 32 - a block of 32 columns packs all of A for them (1024 x 2112 x 7168 fp32
+  // at 2 threads, each thread's 1056 columns).
+  const std::int64_t NC = [&] {
+    const std::int64_t cols = n1 - n0, blocks = ceil_div(cols, pr.s.nc);
+    return std::min<std::int64_t>(pr.s.nc, round_up(ceil_div(cols, blocks), NR));
+  }();
   // Where the sums go: a slice's fp32 partials (alpha and beta come with the reduction), fp32 C
   // in place (alpha, and beta on the first K block), or an fp32 tile rounded into 16-bit C.
   const bool partial = slice >= 0;
