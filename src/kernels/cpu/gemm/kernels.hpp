@@ -55,10 +55,11 @@ inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 // ... and its chunk for 16-bit W on the fp32 route (Fp32Route<bf16 / f16>), A in L2, which sizes
 // the decode scratch: there an L1 chunk (512 fp32 values of 8 rows) cut each W row into 1 KiB
 // pieces, too short for the memory streams (Zen 4, 2 threads, cold, fp16 W, all of K against
-// half the L1d, 3-4 rounds: 8 x 16384 x 4096 1.25-1.58x, 8 x 24576 x 1536 1.11-1.36x,
-// 8 x 16384 x 1024 1.10-1.28x, 8 x 7168 x 2048 1.04-1.36x, 8 x 4096 x 12288 1.10x, 5 x 4096 x
-// 4096 0.94-1.04x). fp32 W (2 KiB pieces) measured level (0.92-1.08x) and bf16 pairs slower
-// (0.80-0.97x: two products per value load A twice as fast), so they keep the L1 chunk.
+// half the L1d, 3-4 rounds: 8 x 16384 x 4096 1.58-1.65x, 8 x 24576 x 1536 1.14-1.36x,
+// 8 x 16384 x 1024 1.28x, 8 x 7168 x 2048 1.36x, 8 x 4096 x 12288 1.08-1.10x, 5 x 4096 x 4096
+// 1.04x; against 64 KiB chunks 0.94-1.25x). fp32 W (2 KiB pieces) measured level (0.92-1.08x)
+// and bf16 pairs slower (0.80-0.97x: two products per value load A twice as fast), so they keep
+// the L1 chunk. Measured on Zen 4 only (Zen 5's 48 KiB L1d gave fp16 1.5 KiB pieces).
 inline constexpr std::int64_t kDecodePanelWideBytes = 512 * 1024;
 
 // Whether a decode kernel reads a group's W rows one after another instead of a vector of each
