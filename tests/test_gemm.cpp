@@ -731,6 +731,39 @@ TEST(Gemm, PanelDecode) {
             }
 }
 
+namespace {
+// The exact sums of A (m x k) times W^T (W n x k), both row-major: small integers, so fp32
+// holds them bit for bit.
+std::vector<float> exact_products(const std::vector<float>& a, const std::vector<float>& w,
+                                  std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::vector<float> ref(m * n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * w[j * k + p];
+      ref[i * n + j] = static_cast<float>(sum);
+    }
+  return ref;
+}
+
+// The decode kernels' arguments for all of out (m x n) from fp32 A (m x k, rows k apart) and W
+// of type wt at w (n x k), with scratch (at least decode_scratch_floats(1024, k) + 16 floats)
+// aligned to 64 bytes.
+detail::DecodeArgs decode_args(const float* a, std::int64_t m, std::int64_t k, const void* w,
+                               DType wt, std::int64_t n, float* out, std::vector<float>& scratch,
+                               int stages, std::int64_t panel_bytes) {
+  detail::DecodeArgs g;
+  g.a = a, g.lda = k, g.m = m, g.k = k;
+  g.w = w, g.w_type = wt;
+  g.ldw = k, g.n0 = 0, g.n1 = n, g.out = out, g.ldo = n;
+  g.stages = stages;
+  g.scratch =
+      reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  g.panel_bytes = panel_bytes;
+  return g;
+}
+}  // namespace
+
 // The panel kernel called directly with every chunk size a CPU may get (decode_panel_bytes:
 // half of L1d, 8-32 KiB) and sizes outside that range (clamped): exact small integers against
 // the exact sums, so a chunk added twice, skipped or started late fails bit for bit.
@@ -744,7 +777,7 @@ TEST(Gemm, PanelChunkSizes) {
     EXPECT_EQ(pb, detail::cpu_info().l1d_bytes / 2 / 4096 * 4096);
   }
   const std::int64_t m = 8, n = 7, k = 2100;
-  std::vector<float> a(m * k), ref(m * n);
+  std::vector<float> a(m * k);
   std::vector<std::uint16_t> a16(m * k), w16(n * k);
   std::vector<float> w(n * k);
   for (std::int64_t i = 0; i < m * k; ++i) {
@@ -755,12 +788,7 @@ TEST(Gemm, PanelChunkSizes) {
     w[i] = static_cast<float>(i % 5) - 2;
     w16[i] = f32_to_bf16(w[i]);
   }
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (std::int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * w[j * k + p];
-      ref[i * n + j] = static_cast<float>(sum);
-    }
+  const std::vector<float> ref = exact_products(a, w, m, n, k);
   const bool pairs = detail::cpu_info().avx512_bf16;
   for (const bool bf16 : {false, true}) {
     if (bf16 && !pairs) continue;
@@ -769,16 +797,10 @@ TEST(Gemm, PanelChunkSizes) {
       for (int stages : {1, 2}) {
         std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
         std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
-        detail::DecodeArgs g;
-        g.a = a.data(), g.lda = k, g.m = m, g.k = k;
-        g.w = bf16 ? static_cast<const void*>(w16.data()) : w.data();
-        g.w_type = bf16 ? DType::bf16 : DType::f32;
-        g.ldw = k, g.n0 = 0, g.n1 = n, g.out = out.data(), g.ldo = n;
-        g.stages = stages;
-        g.scratch = reinterpret_cast<float*>(
-            (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
+        detail::DecodeArgs g =
+            decode_args(a.data(), m, k, bf16 ? static_cast<const void*>(w16.data()) : w.data(),
+                        bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages, bytes);
         g.a16 = a16.data(), g.lda16 = k;
-        g.panel_bytes = bytes;
         (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
         for (std::int64_t i = 0; i < m * n; ++i)
           ASSERT_EQ(out[i], ref[i])
@@ -804,27 +826,14 @@ TEST(Gemm, PanelWideChunks) {
     wb[i] = f32_to_bf16(w[i]);
   }
   for (const std::int64_t m : {std::int64_t{5}, std::int64_t{8}}) {
-    std::vector<float> ref(m * n);
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (std::int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * w[j * k + p];
-        ref[i * n + j] = static_cast<float>(sum);
-      }
+    const std::vector<float> ref = exact_products(a, w, m, n, k);  // A's first m rows
     for (const DType wt : {DType::f16, DType::bf16})
       for (int stages : {1, 2}) {
         std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
         std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
-        detail::DecodeArgs g;
-        g.a = a.data(), g.lda = k, g.m = m, g.k = k;
-        g.w = wt == DType::f16 ? wh.data() : wb.data();
-        g.w_type = wt;
-        g.ldw = k, g.n0 = 0, g.n1 = n, g.out = out.data(), g.ldo = n;
-        g.stages = stages;
-        g.scratch = reinterpret_cast<float*>(
-            (reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
-        g.panel_bytes = 8192;  // the L1 chunk: not what 16-bit W takes
-        detail::decode_avx512(g);
+        // panel_bytes: the L1 chunk, not what 16-bit W takes
+        detail::decode_avx512(decode_args(a.data(), m, k, wt == DType::f16 ? wh.data() : wb.data(),
+                                          wt, n, out.data(), scratch, stages, 8192));
         for (std::int64_t i = 0; i < m * n; ++i)
           ASSERT_EQ(out[i], ref[i])
               << dtype_name(wt) << " m " << m << " stages " << stages << " at " << i;
