@@ -1299,6 +1299,13 @@ TEST(Gemm, SwappedDirectPath) {
   EXPECT_FALSE(detail::swap_ok(q, f));
 }
 
+// Whether 2 threads split m rows of A^T evenly in whole panels: an even panel count and the
+// second thread's rows at least 7/8 of the first's (96 rows as 64 + 32: no).
+bool even_panel_split(std::int64_t m, int panel) {
+  const std::int64_t panels = (m + panel - 1) / panel, first = panels / 2 * panel;
+  return panels % 2 == 0 && 8 * (m - first) >= 7 * first;
+}
+
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
 // takes it there by itself, and never for other dtypes, W stored (K, N), or narrow N.
 TEST(GemmDispatch, DirectPathRange) {
@@ -1320,7 +1327,7 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_LE(rows * s.kc * 4, std::max<std::int64_t>(b.direct_block_bytes, rows * 256 * 4));
       // Threads split N, or M in whole panels (as many each) where N is narrow.
       const bool split_m = b.direct_split_max_n > 0 && p.n <= b.direct_split_max_n &&
-                           ceil_div(m, detail::family(isa).direct_panel) % 2 == 0;
+                           even_panel_split(m, detail::family(isa).direct_panel);
       EXPECT_EQ(s.threads_m, split_m ? 2 : 1) << "m=" << m;
       EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
@@ -1367,13 +1374,13 @@ TEST(GemmDispatch, DirectPathRange) {
   p.n = 8;
   EXPECT_NE(resolve(p).path, Path::direct);  // one panel of A^T: nothing to split
   // Narrow N with whole panels for each thread: the direct path, threads splitting M.
-  for (std::int64_t m : {64, 128, 160, 256})
+  for (std::int64_t m : {64, 96, 128, 160, 256})
     for (std::int64_t n : {16, 128, 512, 1024}) {
       p.m = m;
       p.n = n;
       const auto& fam = detail::family(isa);
       const bool split = b.direct_split_max_n > 0 && n <= b.direct_split_max_n &&
-                         2 * n >= b.direct_min_n && ceil_div(m, fam.direct_panel) % 2 == 0 &&
+                         2 * n >= b.direct_min_n && even_panel_split(m, fam.direct_panel) &&
                          m >= b.direct_min_m && m <= b.direct_max_m;
       const Schedule s = resolve(p);
       if (split) {
@@ -1383,6 +1390,37 @@ TEST(GemmDispatch, DirectPathRange) {
         EXPECT_FALSE(s.path == Path::direct && s.threads_m > 1) << "m=" << m << " n=" << n;
       }
     }
+  // Few columns (direct_min_n / 2 <= N < direct_min_n, where the table splits M) on 1 and 2
+  // threads: the direct path over its M range whether M splits or not (threads on N where it
+  // does not), converted W only above its decode crossover.
+  p.k = 1024;
+  for (DType wt : {DType::f32, DType::f16})
+    for (int threads : {1, 2})
+      for (std::int64_t m : {16, 32, 64, 96, 128, 160, 192})
+        for (std::int64_t n : {b.direct_min_n / 2 - 16, b.direct_min_n / 2, b.direct_min_n - 64}) {
+          if (n <= 0) continue;
+          p.a_type = DType::f32;
+          p.b_type = wt;
+          p.threads = threads;
+          p.m = m;
+          p.n = n;
+          const auto& fam = detail::family(isa);
+          const bool conv = wt != DType::f32;
+          const int lo = conv ? b.direct_min_m_conv : b.direct_min_m;
+          const int hi = conv ? b.direct_max_m_conv : b.direct_max_m;
+          const bool want = b.direct_split_max_n > 0 && 2 * n >= b.direct_min_n && hi > 0 &&
+                            m >= lo && m <= hi && (!conv || m > b.decode_max_m_lowp);
+          const Schedule s = resolve(p);
+          EXPECT_EQ(s.path == Path::direct, want)
+              << dtype_name(wt) << " threads=" << threads << " m=" << m << " n=" << n;
+          if (want) {
+            const bool split = threads == 2 && even_panel_split(m, fam.direct_panel);
+            EXPECT_EQ(s.threads_m, split ? 2 : 1) << "m=" << m << " n=" << n;
+            EXPECT_EQ(s.threads_n, split ? 1 : threads) << "m=" << m << " n=" << n;
+          }
+        }
+  p.a_type = p.b_type = DType::f32;
+  p.threads = 2;
   // Few columns against many rows: the direct path on the swapped operands where the table
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})

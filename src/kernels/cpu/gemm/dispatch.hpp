@@ -69,9 +69,10 @@ struct Blocking {
   // minimum for their route up to swap_max_n (any K); 0: never by default.
   int swap_min_m = 0;
   // The direct path's grid: threads split M (whole panels of A^T, the panel count a multiple
-  // of the threads) instead of N where N <= direct_split_max_n, and the heuristic takes the
-  // direct path there from N = direct_min_n / 2 (the packed path packs both operands for few
-  // columns); 0: never.
+  // of the threads, the last thread's rows at least 7/8 of the others') instead of N where
+  // N <= direct_split_max_n, and the heuristic takes the direct path from N = direct_min_n / 2
+  // (the packed path packs both operands for few columns; converted W from above its decode
+  // crossover) whether M splits or not; 0: neither.
   int direct_split_max_n = 0;
   int swap_max_n = 0;
   // Order::km's B block (KC x NC fp32) per thread: NC = this / (4 KC), at least nc.

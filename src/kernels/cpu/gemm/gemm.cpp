@@ -812,10 +812,15 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
 }
 
 // Whether the direct path's threads split M for these operands (`blocks` of them): few columns
-// (the table's direct_split_max_n) and whole panels of A^T, as many for each thread.
+// (the table's direct_split_max_n) and whole panels of A^T, as many for each thread, the last
+// thread's rows at least 7/8 of the others' (96 rows as 64 + 32 ran 0.78-0.93x of the N split:
+// fp32 96 x 128 x 2048 and 96 x 192 x 512, 2 threads, Zen 4).
 bool direct_split_m(const Params& p, const KernelFamily& f, const Blocking& b, int blocks) {
-  return b.direct_split_max_n > 0 && p.n <= b.direct_split_max_n && blocks > 1 &&
-         ceil_div(p.m, f.direct_panel) % blocks == 0;
+  if (b.direct_split_max_n <= 0 || p.n > b.direct_split_max_n || blocks <= 1) return false;
+  const std::int64_t panels = ceil_div(p.m, f.direct_panel);
+  if (panels % blocks != 0) return false;
+  const std::int64_t rows = panels / blocks * f.direct_panel;  // each thread's but the last
+  return 8 * (p.m - (blocks - 1) * rows) >= 7 * rows;
 }
 
 // Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
@@ -855,8 +860,19 @@ Schedule resolve_with(const Params& p, int blocks) {
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
+    // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
+    // operands for them, the direct path only A^T (threads split M where that divides evenly,
+    // N otherwise); converted W from above its decode crossover. Zen 4, 1 and 2 threads, cold,
+    // against the default before (decode or packed, or the uneven M split): fp32 M x N x K =
+    // 64 x 128 x 2048 1.43-1.51x, 32 x 192 x 512 1.78-1.93x, 96 x 128 x 2048 1.14-1.18x,
+    // 160 x 192 x 2048 1.14-1.20x, 192 x 128 x 2048 0.98-1.06x; bf16 pairs 64 x 192 x 2048
+    // 1.25-1.50x, 160 x 128 x 2048 1.05-1.27x, 32 x 128 x 512 0.94-0.99x, 192 x 128 x 512
+    // 0.90-1.07x; fp16 W 96 x 192 x 2048 1.08-1.24x, 160 x 128 x 512 0.82-0.98x (fp16 at M = 32
+    // and 64: the decode path 1.05-1.18x faster, hence its crossover).
+    const bool few_cols = b.direct_split_max_n > 0 && p.n < b.direct_min_n &&
+                          2 * p.n >= b.direct_min_n && direct_m(p) && (!conv || p.m > max_m);
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
-        (p.n >= b.direct_min_n || (2 * p.n >= b.direct_min_n && direct_split_m(p, f, b, blocks))) &&
+        (p.n >= b.direct_min_n || few_cols) &&
         ((direct_m(p) && (words || p.k >= b.direct_min_k)) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
