@@ -71,8 +71,8 @@ struct Blocking {
   // The direct path's grid: threads split M (whole panels of A^T, the panel count a multiple
   // of the threads, the last thread's rows at least 7/8 of the others') instead of N where
   // N <= direct_split_max_n, and the heuristic takes the direct path from N = direct_min_n / 2
-  // (the packed path packs both operands for few columns; converted W from above its decode
-  // crossover) whether M splits or not; 0: neither.
+  // (the packed path packs both operands for few columns; bf16 pairs and converted W from above
+  // their decode crossover) whether M splits or not; 0: neither.
   int direct_split_max_n = 0;
   int swap_max_n = 0;
   // Order::km's B block (KC x NC fp32) per thread: NC = this / (4 KC), at least nc.

@@ -862,15 +862,16 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
     // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
     // operands for them, the direct path only A^T (threads split M where that divides evenly,
-    // N otherwise); converted W from above its decode crossover. Zen 4, 1 and 2 threads, cold,
-    // against the default before (decode or packed, or the uneven M split): fp32 M x N x K =
-    // 64 x 128 x 2048 1.43-1.51x, 32 x 192 x 512 1.78-1.93x, 96 x 128 x 2048 1.14-1.18x,
-    // 160 x 192 x 2048 1.14-1.20x, 192 x 128 x 2048 0.98-1.06x; bf16 pairs 64 x 192 x 2048
-    // 1.25-1.50x, 160 x 128 x 2048 1.05-1.27x, 32 x 128 x 512 0.94-0.99x, 192 x 128 x 512
-    // 0.90-1.07x; fp16 W 96 x 192 x 2048 1.08-1.24x, 160 x 128 x 512 0.82-0.98x (fp16 at M = 32
-    // and 64: the decode path 1.05-1.18x faster, hence its crossover).
+    // N otherwise); bf16 pairs and converted W from above their decode crossover. Zen 4, 1 and
+    // 2 threads, cold, against the default before (decode or packed, or the uneven M split):
+    // fp32 M x N x K = 64 x 128 x 2048 1.43-1.51x, 32 x 192 x 512 1.78-1.93x, batched 8 x (16 x
+    // 128 x 8192) 1.36x, 96 x 128 x 2048 1.14-1.18x, 160 x 192 x 2048 1.14-1.20x, 192 x 128 x
+    // 2048 0.98-1.06x; bf16 pairs 64 x 192 x 2048 1.25-1.50x, 160 x 128 x 2048 1.05-1.27x, 192 x
+    // 128 x 512 0.90-1.07x; fp16 W 96 x 192 x 2048 1.08-1.24x, 160 x 128 x 512 0.82-0.98x (at M
+    // 16-32 the decode path ran bf16 1.0-1.37x and at 32-64 fp16 1.05-1.18x faster).
     const bool few_cols = b.direct_split_max_n > 0 && p.n < b.direct_min_n &&
-                          2 * p.n >= b.direct_min_n && direct_m(p) && (!conv || p.m > max_m);
+                          2 * p.n >= b.direct_min_n && direct_m(p) &&
+                          ((!conv && !words) || p.m > max_m);
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
         (p.n >= b.direct_min_n || few_cols) &&
         ((direct_m(p) && (words || p.k >= b.direct_min_k)) || k2))
