@@ -125,7 +125,10 @@ constexpr std::int64_t kMiB = 1 << 20;
 // N before) 1.08x, 128x256x512 1.12x, 128x512x1024 1.13x, 128x4096x4096 level (not split);
 // bf16 pairs 1.25x, 1.10x, 1.17x, 1.13x, 1.49x, 1.23x, 0.96x, 1.04x; with panels that do not
 // divide evenly the split loses: 160x128x7168 0.68-0.86x, 192x128x2048 0.88-0.96x; N = 64 with
-// a long K too: 128x64x7168 fp32 0.89-0.94x, bf16 0.93-1.0x, hence N >= 128).
+// a long K too: 128x64x7168 fp32 0.89-0.94x, bf16 0.93-1.0x, hence N >= 128). Since
+// 2026-12-02 (Zen 4) from half of direct min N whether M splits or not (threads on N where the
+// panels do not divide evenly, or the last thread would get under 7/8 of the others' rows), on 1
+// thread too (resolve_with's few_cols has the figures).
 // The swapped direct path (Schedule::swap: A's rows read in place, W^T packed, C written as
 // rows) from M = 512 where N is from the direct path's minimum M for the swapped operands' route
 // up to 256 (2026-12-01,
