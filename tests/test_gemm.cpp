@@ -1307,8 +1307,26 @@ bool even_panel_split(std::int64_t m, int panel) {
   return panels % 2 == 0 && 8 * (m - first) >= 7 * first;
 }
 
+// Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct
+// path on the swapped operands: M from swap_min_m, the swapped operands' M (the caller's N) from
+// the direct path's minimum for their route up to swap_max_n, no fp8.
+bool table_swaps(const Params& p, Isa isa) {
+  const auto& b = detail::blocking(isa);
+  const auto& fam = detail::family(isa);
+  if (b.swap_min_m <= 0 || p.m < b.swap_min_m || !detail::swap_ok(p, fam)) return false;
+  const Params q = detail::swapped(p);
+  const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
+  const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
+  const int hi = b.swap_max_n > 0 ? b.swap_max_n
+                 : words          ? b.direct_max_m_pairs
+                 : conv           ? b.direct_max_m_conv
+                                  : b.direct_max_m;
+  return q.m >= lo && q.m <= hi;
+}
+
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
-// takes it there by itself, and never for other dtypes, W stored (K, N), or narrow N.
+// takes it there by itself (on the swapped operands where the table swaps them), and never for
+// other dtypes, W stored (K, N), or narrow N.
 TEST(GemmDispatch, DirectPathRange) {
   const Isa isa = detected_isa();
   const auto& b = detail::blocking(isa);
@@ -1318,7 +1336,8 @@ TEST(GemmDispatch, DirectPathRange) {
   p.threads = 2;
   for (std::int64_t m : {1, 8, 12, 16, 32, 64, 100, 160, 192, 512}) {
     p.m = m;
-    const bool want = b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m;
+    const bool want =
+        b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m && !table_swaps(p, isa);
     const Schedule s = resolve(p);
     EXPECT_EQ(s.path == Path::direct && !s.swap, want) << "m=" << m;  // swap: checked below
     if (s.path == Path::direct && !s.swap) {
@@ -1382,7 +1401,7 @@ TEST(GemmDispatch, DirectPathRange) {
       const auto& fam = detail::family(isa);
       const bool split = b.direct_split_max_n > 0 && n <= b.direct_split_max_n &&
                          2 * n >= b.direct_min_n && even_panel_split(m, fam.direct_panel) &&
-                         m >= b.direct_min_m && m <= b.direct_max_m;
+                         m >= b.direct_min_m && m <= b.direct_max_m && !table_swaps(p, isa);
       const Schedule s = resolve(p);
       if (split) {
         EXPECT_EQ(s.path, Path::direct) << "m=" << m << " n=" << n;
@@ -1416,6 +1435,11 @@ TEST(GemmDispatch, DirectPathRange) {
           const bool want = b.direct_split_max_n > 0 && 2 * n >= b.direct_min_n && hi > 0 &&
                             m >= lo && m <= hi && m > decode_max;
           const Schedule s = resolve(p);
+          if (table_swaps(p, isa)) {  // the direct path on the swapped operands
+            EXPECT_TRUE(s.path == Path::direct && s.swap)
+                << dtype_name(wt) << " m=" << m << " n=" << n;
+            continue;
+          }
           EXPECT_EQ(s.path == Path::direct, want)
               << dtype_name(wt) << " threads=" << threads << " m=" << m << " n=" << n;
           if (want) {
@@ -1429,22 +1453,14 @@ TEST(GemmDispatch, DirectPathRange) {
   // Few columns against many rows: the direct path on the swapped operands where the table
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})
-    for (std::int64_t m : {256, 512, 2048})
+    for (std::int64_t m : {128, 192, 256, 512, 2048})
       for (std::int64_t n : {8, 64, 128, 256, 384})
         for (std::int64_t k : {128, 512}) {
           p.a_type = p.b_type = t;
           p.m = m;
           p.n = n;
           p.k = k;
-          const auto& fam = detail::family(isa);
-          Params q = detail::swapped(p);
-          const bool words = detail::direct_pairs(q, fam);
-          const int lo = words ? b.direct_min_m_pairs : b.direct_min_m;
-          const int hi = b.swap_max_n > 0 ? b.swap_max_n
-                         : words          ? b.direct_max_m_pairs
-                                          : b.direct_max_m;
-          const bool want =
-              b.swap_min_m > 0 && m >= b.swap_min_m && t != DType::fp8 && n >= lo && n <= hi;
+          const bool want = table_swaps(p, isa);
           const Schedule s = resolve(p);
           EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           if (want) {

@@ -160,11 +160,12 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 7168 1.03x; shorter K mixed: K = 1024 1.00x, 768 1.22x, 512 0.87-0.91x, batched K = 128
 // 0.86-0.88x, 256 1.10x). The kernel's 64-bit broadcasts cost Zen 4 a vector-pipe slot each:
 // it runs 1.4 W values a cycle in L1 where the decode panel's plain loads run 2, so the panel
-// keeps the shorter rows it streams well.
+// keeps the shorter rows it streams well. The swapped direct path from M = 192 (not 512), where
+// the direct path ran too (2026-12-02; resolve_with has the figures).
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 512, 512, 256, 2 << 20, 5, 1536}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 192, 512, 256, 2 << 20, 5, 1536}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},

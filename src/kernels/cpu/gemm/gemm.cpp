@@ -878,10 +878,16 @@ Schedule resolve_with(const Params& p, int blocks) {
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
-    // of A for N columns; the direct path on the swapped operands reads A's rows in place,
-    // packs W^T once and writes C's rows as vectors (any K: no transposed write to amortize).
-    if (s.path == Path::packed && s.split_k <= 1 && b.swap_min_m > 0 && p.m >= b.swap_min_m &&
-        detail::swap_ok(p, f) && direct_m(detail::swapped(p), b.swap_max_n))
+    // of A for N columns, and the direct path A^T (M x K); the direct path on the swapped
+    // operands reads A's rows in place, packs W^T (N x K) once and writes C's rows as vectors
+    // (any K: no transposed write to amortize). Zen 4 (swap_min_m 192), 2 threads, cold,
+    // against the direct path: fp32 M x N x K = 192 x 128 x 2048 1.20x, 256 x 128 x 2048 1.30x,
+    // 256 x 256 x 2048 1.16x, 192 x 256 x 512 1.05x; bf16 pairs 256 x 128 x 512 1.25x, 192 x 192
+    // x 512 0.89x; fp16 W 256 x 128 x 2048 1.31x; against the packed path: fp32 320 x 128 x 512
+    // 1.37x, 384 x 256 x 2048 1.23x, bf16 320 x 128 x 2048 1.35x, fp16 384 x 128 x 2048 1.38x;
+    // 1 thread 1.05-1.27x on 9 of those; M = 160 mixed (0.95-1.21x), M <= 128 the direct path.
+    if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
+        p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), b.swap_max_n))
       s.swap = true;
   }
   if (s.swap) {  // the direct path's schedule for the swapped operands
