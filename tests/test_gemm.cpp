@@ -1377,6 +1377,22 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_LE(resolve(p).kc, 1024);
     }
   }
+  // bf16 pairs at or below their decode crossover: the decode path for K in the table's decode
+  // window, the direct path outside it; any K above the crossover.
+  p.a_type = p.b_type = DType::bf16;
+  p.n = 4096;
+  for (std::int64_t m : {16, 32, 48})
+    for (std::int64_t k : {128, 510, 512, 1024, 2046, 2048}) {
+      p.m = m;
+      p.k = k;
+      if (!detail::direct_pairs(p, detail::family(isa))) continue;  // no AVX512-BF16 here
+      const bool window = k >= b.decode_pairs_min_k && k < b.decode_pairs_max_k;
+      const bool want = b.direct_max_m_pairs > 0 && m >= b.direct_min_m_pairs &&
+                        m <= b.direct_max_m_pairs && (m > b.decode_max_m_pairs || !window);
+      EXPECT_EQ(resolve(p).path == Path::direct, want) << "bf16 pairs m=" << m << " k=" << k;
+    }
+  p.n = std::max(b.direct_min_n, 256);
+  p.k = 1024;
   // fp8 A and W keep their bf16-pairs paths by default.
   p.a_type = p.b_type = DType::fp8;
   p.m = 64;

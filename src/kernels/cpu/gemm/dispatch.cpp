@@ -161,11 +161,16 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 0.86-0.88x, 256 1.10x). The kernel's 64-bit broadcasts cost Zen 4 a vector-pipe slot each:
 // it runs 1.4 W values a cycle in L1 where the decode panel's plain loads run 2, so the panel
 // keeps the shorter rows it streams well. The swapped direct path from M = 192 (not 512), where
-// the direct path ran too (2026-12-02; resolve_with has the figures).
+// the direct path ran too (2026-12-02; resolve_with has the figures). bf16 pairs at M <= 32 stay
+// on the decode path for K = 512-2047 (2 threads, cold, the decode path against the direct
+// path: 16x4096x512 1.19x, 16x4096x1024 1.22x, 24x2048x768 1.33x, 24x4096x1536 1.12x,
+// 28x4096x1024 1.09x, 32x512x512 1.12x, 32x4096x1024 1.00x; the direct path from K = 2048:
+// 16x4096x2048 1.24x, 32x4096x2048 1.46x, 12x4096x2048 1.02x; and up to K = 384: 16x8192x128
+// 1.48x, 16x8192x256 1.25x, 32x8192x256 1.47x, 16x4096x384 1.18x).
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 192, 512, 256, 2 << 20, 5, 1536}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},

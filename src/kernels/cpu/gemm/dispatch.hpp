@@ -81,6 +81,11 @@ struct Blocking {
   // direct_min_m_k2 <= M <= direct_lanes / 2, N >= direct_min_n and K >= direct_min_k_k2, ahead of
   // the decode path (0: never by default).
   int direct_min_m_k2 = 0, direct_min_k_k2 = 0;
+  // ...and bf16 pairs with M up to their decode crossover (decode_max_m_pairs) stay on the
+  // decode path for decode_pairs_min_k <= K < decode_pairs_max_k (0, 0: never), where it
+  // streams W faster than the direct path packs A^T and writes C; on rows shorter than that the
+  // decode path's reductions cost more, on longer ones the direct kernel's compute wins.
+  int decode_pairs_min_k = 0, decode_pairs_max_k = 0;
 };
 
 struct CpuInfo {

@@ -872,9 +872,13 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool few_cols = b.direct_split_max_n > 0 && p.n < b.direct_min_n &&
                           2 * p.n >= b.direct_min_n && direct_m(p) &&
                           ((!conv && !words) || p.m > max_m);
+    // K: on the fp32 route from direct_min_k; on bf16 pairs at or below their decode crossover
+    // outside the table's decode window (the table has the figures), any K above it.
+    const bool k_ok = words
+                          ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
+                          : p.k >= b.direct_min_k;
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
-        (p.n >= b.direct_min_n || few_cols) &&
-        ((direct_m(p) && (words || p.k >= b.direct_min_k)) || k2))
+        (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && k_ok) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
