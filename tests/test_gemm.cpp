@@ -1309,7 +1309,8 @@ bool even_panel_split(std::int64_t m, int panel) {
 
 // Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct
 // path on the swapped operands: M from swap_min_m, the swapped operands' M (the caller's N) from
-// the direct path's minimum for their route up to swap_max_n, no fp8.
+// the direct path's minimum for their route up to swap_max_n (swap_max_n_tall where M >= 2 N),
+// no fp8.
 bool table_swaps(const Params& p, Isa isa) {
   const auto& b = detail::blocking(isa);
   const auto& fam = detail::family(isa);
@@ -1317,10 +1318,11 @@ bool table_swaps(const Params& p, Isa isa) {
   const Params q = detail::swapped(p);
   const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
   const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
-  const int hi = b.swap_max_n > 0 ? b.swap_max_n
-                 : words          ? b.direct_max_m_pairs
-                 : conv           ? b.direct_max_m_conv
-                                  : b.direct_max_m;
+  const int most = b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall : b.swap_max_n;
+  const int hi = most > 0 ? most
+                 : words  ? b.direct_max_m_pairs
+                 : conv   ? b.direct_max_m_conv
+                          : b.direct_max_m;
   return q.m >= lo && q.m <= hi;
 }
 
@@ -1469,8 +1471,8 @@ TEST(GemmDispatch, DirectPathRange) {
   // Few columns against many rows: the direct path on the swapped operands where the table
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})
-    for (std::int64_t m : {128, 192, 256, 512, 2048})
-      for (std::int64_t n : {8, 64, 128, 256, 384})
+    for (std::int64_t m : {128, 192, 256, 512, 1024, 2048})
+      for (std::int64_t n : {8, 64, 128, 256, 384, 512, 768})
         for (std::int64_t k : {128, 512}) {
           p.a_type = p.b_type = t;
           p.m = m;

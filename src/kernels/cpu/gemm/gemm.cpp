@@ -890,8 +890,13 @@ Schedule resolve_with(const Params& p, int blocks) {
     // x 512 0.89x; fp16 W 256 x 128 x 2048 1.31x; against the packed path: fp32 320 x 128 x 512
     // 1.37x, 384 x 256 x 2048 1.23x, bf16 320 x 128 x 2048 1.35x, fp16 384 x 128 x 2048 1.38x;
     // 1 thread 1.05-1.27x on 9 of those; M = 160 mixed (0.95-1.21x), M <= 128 the direct path.
+    // With at least twice as many rows as columns up to swap_max_n_tall (512 on Zen 4), against
+    // the packed path: bf16 4096 x 512 x 2048 1.34x, 2048 x 512 x 512 1.19x, 1024 x 512 x 128
+    // 1.18x, 2048 x 512 x 4096 1.13x; fp32 2048 x 512 x 128 1.15x, 2048 x 448 x 1024 1.13x,
+    // 1024 x 384 x 1024 1.07x, 4096 x 512 x 2048 1.00x; fp16 2048 x 512 x 128 1.15x.
+    const int swap_n = b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall : b.swap_max_n;
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
-        p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), b.swap_max_n))
+        p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), swap_n))
       s.swap = true;
   }
   if (s.swap) {  // the direct path's schedule for the swapped operands
