@@ -1083,6 +1083,22 @@ TEST(Gemm, LargerShapesEveryPath) {
   }
 }
 
+// The default schedule where the table's direct path reaches beyond 256 rows with K blocks up to
+// 4096 deep (Zen 4): several K blocks that are not multiples of the kernel's steps, a last panel
+// of A^T partly empty, N past the last W tile; fp32 and bf16 (pairs where the CPU has them).
+TEST(Gemm, DeepKBlocksDefaultSchedule) {
+  Case c{};
+  c.m = 300;
+  c.n = 261;
+  c.k = 4500;
+  c.threads = 2;
+  c.beta = 0.5f;
+  for (DType t : {DType::f32, DType::bf16}) {
+    c.at = c.bt = t;
+    run_case(c);
+  }
+}
+
 TEST(Gemm, EmptyAndKZero) {
   Params p;
   p.m = 0;
@@ -1336,7 +1352,7 @@ TEST(GemmDispatch, DirectPathRange) {
   p.n = std::max(b.direct_min_n, 256);
   p.k = 1024;
   p.threads = 2;
-  for (std::int64_t m : {1, 8, 12, 16, 32, 64, 100, 160, 192, 512}) {
+  for (std::int64_t m : {1, 8, 12, 16, 32, 64, 100, 160, 192, 512, 1024, 1025, 2048}) {
     p.m = m;
     const bool want =
         b.direct_max_m > 0 && m >= b.direct_min_m && m <= b.direct_max_m && !table_swaps(p, isa);

@@ -168,11 +168,20 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 16x4096x2048 1.24x, 32x4096x2048 1.46x, 12x4096x2048 1.02x; and up to K = 384: 16x8192x128
 // 1.48x, 16x8192x256 1.25x, 32x8192x256 1.47x, 16x4096x384 1.18x). The swapped operands for N up
 // to 512 where M >= 2 N (resolve_with has the figures; at M = N with a long K they lost: bf16
-// 512x512x7168 0.87x).
+// 512x512x7168 0.87x). The direct path up to M = 1024 on every route, its K blocks up to 4096
+// deep (an 8 MiB budget for the A^T block: M = 256 takes K = 4096 whole, 1024 takes 2048):
+// oneDNN's brgemm runs the same structure on large products (6 rows broadcast in place against
+// a packed operand 64 wide, K unblocked: ONEDNN_JIT_DUMP). 2026-12-03, attain bench, 2 rounds in
+// both orders, against M <= 256 with the A^T block in 512 KiB (KC 256-1024), min of each, 2 / 1
+// threads: fp32 512x14336x4096 1.07x / 1.08x, 512x4096x4096 1.07x / 1.06x, 384x7168x2048 1.08x /
+// 1.08x, 512x1024x4096 1.09x / 1.06x, 1024x2112x7168 1.01x / 1.02x, 256x4096x4096 (KC 1024 ->
+// 4096) 1.10x / 1.10x; bf16 pairs 1024x4096x4096 1.05x / 1.05x; fp16 512x4096x4096 1.07x / 1.08x.
+// From M = 2048 the packed path stays (fp32 2048^3 0.99x / 0.98x, bf16 2048x4096x1024 0.97x /
+// 0.99x). The A^T buffer is M x K values: at most 1024 x K floats.
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 256, 256, 12, 256, 32, 256, 256, 2048, 512 * 1024, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},

@@ -53,7 +53,8 @@ struct Blocking {
   // The heuristic's direct path: fp32 operands with direct_min_m <= M <= direct_max_m and
   // N >= direct_min_n, ahead of the decode and packed paths (direct_max_m 0: never by
   // default). Its KC: the largest that keeps the A^T block (M x KC) within direct_block_bytes
-  // of L2, at most direct_max_kc, K cut into equal blocks.
+  // (L2 on most rows; Zen 4 streams the block from L3 as fast and gains from fewer passes over
+  // C and longer W rows: 8 MiB there), at most direct_max_kc, K cut into equal blocks.
   int direct_min_m = 0, direct_max_m = 0, direct_min_n = 0;
   int direct_min_m_pairs = 0, direct_max_m_pairs = 0;  // bf16 A and W as bf16 pairs
   // 16-bit W converted a tile at a time (fp16 W, or bf16 W without the pairs), and fp8 W with
