@@ -187,8 +187,16 @@ template <class At>
 void pack_fp8_pairs(const Problem& pr, int rows, std::int64_t kc, int R, At at, float* tmp,
                     float* dst) {
   const bool vbmi = detail::cpu_info().avx512vbmi;  // pairs run only in the AVX-512 family
+  // The rows are short runs (kc bytes, 8 lines at KC 512) at a stride of K: the lookups waited
+  // on each row's first lines. Fetching the row four on while this one converts halved the
+  // conversion's share of 128 x 7168 x 2048 fp8 (16% -> 8%, 1 thread, perf).
+  constexpr int kAheadRows = 4;
   for (int r = 0; r < rows; ++r) {
     float* f = tmp + r * kc;
+    if (r + kAheadRows < rows) {
+      const auto* nx = reinterpret_cast<const char*>(at(r + kAheadRows));
+      for (std::int64_t b = 0; b < kc; b += 64) __builtin_prefetch(nx + b, 0, 3);
+    }
     if (vbmi) {
       detail::e4m3_to_bf16_avx512vbmi(reinterpret_cast<const std::uint8_t*>(at(r)), kc, pr.e4m3,
                                       reinterpret_cast<std::uint16_t*>(f));
