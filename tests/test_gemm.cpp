@@ -1370,6 +1370,18 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
   }
+  // The packed A^T within 32 MiB: a row range the table allows stops at the K that would pass it.
+  if (b.direct_max_m >= 1024) {
+    const std::int64_t n = p.n;
+    p.m = 1024;
+    p.n = 4096;  // not the swapped operands' few columns
+    p.k = 8192;  // 1024 x 8192 fp32: 32 MiB
+    EXPECT_EQ(resolve(p).path, Path::direct);
+    p.k = 8256;
+    EXPECT_EQ(resolve(p).path, Path::packed);
+    p.k = 1024;
+    p.n = n;
+  }
   // Few rows of A on k pairs (the family's direct_k2): the table's M range from a long enough K.
   const auto& fk = detail::family(isa);
   for (std::int64_t k : {std::max(b.direct_min_k_k2, 1) - 1, std::max(b.direct_min_k_k2, 1)})

@@ -177,7 +177,7 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 1.08x, 512x1024x4096 1.09x / 1.06x, 1024x2112x7168 1.01x / 1.02x, 256x4096x4096 (KC 1024 ->
 // 4096) 1.10x / 1.10x; bf16 pairs 1024x4096x4096 1.05x / 1.05x; fp16 512x4096x4096 1.07x / 1.08x.
 // From M = 2048 the packed path stays (fp32 2048^3 0.99x / 0.98x, bf16 2048x4096x1024 0.97x /
-// 0.99x). The A^T buffer is M x K values: at most 1024 x K floats.
+// 0.99x). The packed A^T stays within 32 MiB (resolve_with: 1024 rows up to K = 8192).
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},

@@ -833,6 +833,9 @@ bool direct_split_m(const Params& p, const KernelFamily& f, const Blocking& b, i
 
 // Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
 // region's threads, or with fused items the share of them one item gets).
+// The direct path's packed A^T at most (see resolve_with's direct_m).
+constexpr double kDirectMaxAtBytes = 32.0 * (1 << 20);
+
 Schedule resolve_with(const Params& p, int blocks) {
   Schedule s = p.schedule;
   if (s.isa == Isa::automatic) s.isa = detected_isa();
@@ -842,11 +845,16 @@ Schedule resolve_with(const Params& p, int blocks) {
   const bool words = detail::direct_pairs(p, f), conv = detail::direct_converts(p, f);
   // Whether operands q have an M in the direct path's range for their route (from the table),
   // or up to `most` instead of the route's maximum.
+  // The path packs all of op(A)^T per call into the caller's grow-only scratch: only while that
+  // stays within kDirectMaxAtBytes (the table's M ranges reach 1024 rows on Zen 4; a 28672-deep K
+  // would have kept 117 MiB per calling thread), beyond it the packed path's bounded blocks.
   auto direct_m = [&](const Params& q, int most = 0) {
     const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
     const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
     const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
-    return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi);
+    const double at_bytes = static_cast<double>(round_up(q.m, f.direct_lanes)) *
+                            static_cast<double>(q.k) * (w ? 2.0 : 4.0);
+    return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi) && at_bytes <= kDirectMaxAtBytes;
   };
   // ...or on k pairs: fp32 operands with few rows of A.
   const bool k2 = b.direct_min_m_k2 > 0 && !conv && detail::direct_on_k_pairs(p, f) &&
