@@ -610,6 +610,11 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
 int at_rows(const Problem& pr, std::int64_t i0) {
   return static_cast<int>(std::min<std::int64_t>(pr.fam->direct_panel, pr.p->m - i0));
 }
+// Scratch floats of the direct path's packed A^T for M x K: every panel of `panel` rows over all
+// of K, as fp32 values or (kw = 2) words of two bf16.
+std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel) {
+  return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
+}
 int at_width(const Problem& pr, int rows) {
   return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
 }
@@ -831,11 +836,11 @@ bool direct_split_m(const Params& p, const KernelFamily& f, const Blocking& b, i
   return 8 * (p.m - (blocks - 1) * rows) >= 7 * rows;
 }
 
+// The direct path's packed A^T at most (see resolve_with's direct_m).
+constexpr std::int64_t kDirectMaxAtBytes = std::int64_t{32} << 20;
+
 // Every automatic field filled. `blocks`: the grid size to aim for when none is given (the
 // region's threads, or with fused items the share of them one item gets).
-// The direct path's packed A^T at most (see resolve_with's direct_m).
-constexpr double kDirectMaxAtBytes = 32.0 * (1 << 20);
-
 Schedule resolve_with(const Params& p, int blocks) {
   Schedule s = p.schedule;
   if (s.isa == Isa::automatic) s.isa = detected_isa();
@@ -852,8 +857,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
     const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
     const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
-    const double at_bytes = static_cast<double>(round_up(q.m, f.direct_lanes)) *
-                            static_cast<double>(q.k) * (w ? 2.0 : 4.0);
+    const std::int64_t at_bytes = 4 * direct_at_floats(q.m, q.k, w ? 2 : 1, f.direct_panel);
     return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi) && at_bytes <= kDirectMaxAtBytes;
   };
   // ...or on k pairs: fp32 operands with few rows of A.
@@ -1250,8 +1254,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.s.path == Path::decode && !bf16_in_place &&
         (p.a_type != DType::f32 || p.trans_a != Trans::N))
       conv += round_up(p.m * p.k, 16);
-    if (pr.s.path == Path::direct)
-      conv += round_up(ceil_div(p.m, pr.fam->direct_panel) * pr.fam->direct_panel * p.k, 16);
+    if (pr.s.path == Path::direct) conv += direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
   float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
@@ -1298,7 +1301,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
           bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * kwords});
       pr.at = conv_buf;
-      conv_buf += round_up(panels * P * p.k, 16);
+      conv_buf += direct_at_floats(p.m, p.k, pr.kw, P);
     }
     if (pr.slices > 1) {
       pr.partial = part_buf;
