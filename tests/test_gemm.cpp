@@ -1097,6 +1097,36 @@ TEST(Gemm, DeepKBlocksDefaultSchedule) {
     c.at = c.bt = t;
     run_case(c);
   }
+  // A large product above the direct path's rows (Zen 4: the swapped operands, W^T 4000 rows in
+  // two K blocks of 272 within its 8 MiB budget; the packed path elsewhere).
+  c.m = 1030;
+  c.n = 4000;
+  c.k = 520;
+  c.at = c.bt = DType::f32;
+  run_case(c);
+}
+
+// The swapped direct path's 16-bit C with K in one block and a block tile beyond 4 MiB (1000
+// columns x 1100 rows a thread): each W tile's rows rounded into C once every panel has passed,
+// the last tile 2 rows; alpha and beta, 1 and 2 threads, every family.
+TEST(Gemm, SwappedSixteenBitCRoundedPerTile) {
+  for (Isa isa : isas())
+    for (DType t : {DType::bf16, DType::f16})
+      for (int threads : {1, 2}) {
+        Case c{};
+        c.isa = isa;
+        c.at = c.bt = c.ct = t;
+        c.m = 1100 * threads;
+        c.n = 1000;
+        c.k = 40;
+        c.threads = threads;
+        c.path = Path::direct;
+        c.swap = true;
+        c.alpha = -2.0f;
+        c.beta = 0.5f;
+        c.ints = threads == 1;
+        run_case(c);
+      }
 }
 
 TEST(Gemm, EmptyAndKZero) {
@@ -1325,8 +1355,8 @@ bool even_panel_split(std::int64_t m, int panel) {
 
 // Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct
 // path on the swapped operands: M from swap_min_m, the swapped operands' M (the caller's N) from
-// the direct path's minimum for their route up to swap_max_n (swap_max_n_tall where M >= 2 N),
-// no fp8.
+// the direct path's minimum for their route up to swap_max_n (swap_max_n_tall where M >= 2 N,
+// swap_large_max_n from swap_large_min_m), no fp8, W^T packed within 32 MiB.
 bool table_swaps(const Params& p, Isa isa) {
   const auto& b = detail::blocking(isa);
   const auto& fam = detail::family(isa);
@@ -1334,12 +1364,18 @@ bool table_swaps(const Params& p, Isa isa) {
   const Params q = detail::swapped(p);
   const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
   const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
-  const int most = b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall : b.swap_max_n;
+  const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m;
+  const int most = large                                     ? b.swap_large_max_n
+                   : b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall
+                                                             : b.swap_max_n;
   const int hi = most > 0 ? most
                  : words  ? b.direct_max_m_pairs
                  : conv   ? b.direct_max_m_conv
                           : b.direct_max_m;
-  return q.m >= lo && q.m <= hi;
+  // W^T in panels of whole vectors (64 rows on AVX-512), a float per fp32 value or per bf16 pair.
+  const std::int64_t rows = (q.m + fam.direct_panel - 1) / fam.direct_panel * fam.direct_panel;
+  const std::int64_t at_bytes = 4 * rows * (words ? (q.k + 1) / 2 : q.k);
+  return q.m >= lo && q.m <= hi && at_bytes <= (std::int64_t{32} << 20);
 }
 
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
@@ -1514,6 +1550,25 @@ TEST(GemmDispatch, DirectPathRange) {
             EXPECT_EQ(s.threads_m * s.threads_n, 2);
             EXPECT_NE(describe(s).find("swap"), std::string::npos);
           }
+        }
+  // Large products above the direct path's rows: swapped for N up to swap_large_max_n while W^T
+  // (N x K) packs within 32 MiB, the packed path beyond either bound.
+  for (DType t : {DType::f32, DType::bf16, DType::fp8})
+    for (std::int64_t m : {1024, 1025, 2048, 4096})
+      for (std::int64_t n : {1024, 2048, 4096, 8192})
+        for (std::int64_t k : {1024, 2048, 4096, 8192}) {
+          p.a_type = p.b_type = t;
+          p.m = m;
+          p.n = n;
+          p.k = k;
+          const Schedule s = resolve(p);
+          const bool want = table_swaps(p, isa);
+          EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
+          if (b.swap_large_min_m > 0 && m >= b.swap_large_min_m && t != DType::fp8 &&
+              n <= b.swap_large_max_n && n * k <= (t == DType::f32 ? 8 : 16) * (1 << 20)) {
+            EXPECT_TRUE(s.swap) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
+          }
+          EXPECT_EQ(s.path, want || m <= b.direct_max_m ? s.path : Path::packed);
         }
 }
 

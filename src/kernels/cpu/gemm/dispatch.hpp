@@ -90,6 +90,10 @@ struct Blocking {
   // The swapped direct path also for N up to swap_max_n_tall where M >= 2 N (0: swap_max_n
   // only).
   int swap_max_n_tall = 0;
+  // ...and for N up to swap_large_max_n where M >= swap_large_min_m (above the direct path's
+  // range, where the packed path would run; 0: never): A's rows broadcast in place against W^T
+  // packed 64 wide, as oneDNN's brgemm runs large products.
+  int swap_large_min_m = 0, swap_large_max_n = 0;
 };
 
 struct CpuInfo {

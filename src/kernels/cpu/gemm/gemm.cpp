@@ -683,9 +683,15 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
   float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
   // 16-bit C: an fp32 tile of the block (with pr.ct its rows are the caller's rows [n0, n1)).
+  // With pr.ct, K in one block and a block tile beyond 4 MiB, only one W tile's rows at a time:
+  // they are final once every panel has passed and are rounded into C then, from L1 (a block
+  // tile of 4096 x 2048 fp32 is 32 MiB, written and read back from memory: batched 8 x (8192 x
+  // 2048 x 128) bf16 1.07x, 8 x (16384 x 2048 x 64) 1.17-1.20x, 2048 x 4096 x 1024 1.06x; tiles
+  // within L3, 512 KiB - 2 MiB, 0.96-1.01x).
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
-  float* out = to16 ? workspace().c_tile.get(mb * nb) : static_cast<float*>(p.c);
+  const bool tile_rows = to16 && ct && p.k <= KC && 4 * mb * nb > (std::int64_t{4} << 20);
+  float* out = to16 ? workspace().c_tile.get(mb * (tile_rows ? R : nb)) : static_cast<float*>(p.c);
   const std::int64_t ldo = to16 ? (ct ? mb : nb) : pr.ldc;
   const std::int64_t row0 = to16 ? m0 : 0, col0 = to16 ? n0 : 0;  // the tile's origin in C
   const float alpha = to16 ? 1.0f : p.alpha;
@@ -712,16 +718,17 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = q0; q < q1; ++q) {
         const int m = at_rows(pr, q * P);
-        const std::int64_t i = q * P - row0, r = j - col0;  // the tile's corner in out
+        const std::int64_t i = q * P - row0, r = tile_rows ? 0 : j - col0;  // corner in out
         float* c = ct ? out + r * ldo + i : out + i * ldo + r;
         const float* at = pr.k2 ? pr.at + k0 / 2 * f.direct_lanes
                                 : pr.at + q * P * kwords + k0 / kw * at_width(pr, m);
         pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct,
                   q + 1 == q1 ? next : nullptr);
       }
+      if (tile_rows) write_back(pr, j, m0, rows, mb, out, ldo);
     }
   }
-  if (to16 && ct) write_back(pr, n0, m0, nb, mb, out, ldo);
+  if (to16 && ct && !tile_rows) write_back(pr, n0, m0, nb, mb, out, ldo);
   if (to16 && !ct) write_back(pr, m0, n0, mb, nb, out, ldo);
 }
 
@@ -914,7 +921,19 @@ Schedule resolve_with(const Params& p, int blocks) {
     // the packed path: bf16 4096 x 512 x 2048 1.34x, 2048 x 512 x 512 1.19x, 1024 x 512 x 128
     // 1.18x, 2048 x 512 x 4096 1.13x; fp32 2048 x 512 x 128 1.15x, 2048 x 448 x 1024 1.13x,
     // 1024 x 384 x 1024 1.07x, 4096 x 512 x 2048 1.00x; fp16 2048 x 512 x 128 1.15x.
-    const int swap_n = b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall : b.swap_max_n;
+    // Large products, from swap_large_min_m (above the direct path's rows) and N up to
+    // swap_large_max_n (4096 on Zen 4) while W^T stays within kDirectMaxAtBytes: A's rows
+    // broadcast where they are stored against W^T packed 64 wide, K blocks of the direct path's
+    // budget (oneDNN's brgemm structure) instead of packing both operands. Zen 4, cold, in one
+    // process, against the packed path, 2 / 1 threads: fp32 2048^3 1.04x / 1.08x, 2048 x 1024 x
+    // 4096 1.05x / 1.05x, 2048 x 4096 x 1024 1.03x, 4096 x 2048 x 1024 1.04x, 2048 x 768 x 4096
+    // 1.05x, 1280 x 2048 x 2048 1.03x, 1536 x 1536 x 2048 1.02x, 4096 x 4096 x 2048 1.02x; bf16
+    // pairs 2048^3 1.08x / 1.08x, 2048 x 4096 x 1024 1.07x / 1.07x (bf16 C too); fp16 2048^3
+    // 1.04x; N = 8192 level (2048 x 8192 x 1024 fp32 0.98-1.00x, K blocks of 256-1024).
+    const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m;
+    const int swap_n = large                                     ? b.swap_large_max_n
+                       : b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall
+                                                                 : b.swap_max_n;
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
         p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), swap_n))
       s.swap = true;
