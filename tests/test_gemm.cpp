@@ -1364,7 +1364,7 @@ bool table_swaps(const Params& p, Isa isa) {
   const Params q = detail::swapped(p);
   const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
   const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
-  const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m;
+  const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m && (!words || p.k >= 128);
   const int most = large                                     ? b.swap_large_max_n
                    : b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall
                                                              : b.swap_max_n;
@@ -1555,8 +1555,8 @@ TEST(GemmDispatch, DirectPathRange) {
   // (N x K) packs within 32 MiB, the packed path beyond either bound.
   for (DType t : {DType::f32, DType::bf16, DType::fp8})
     for (std::int64_t m : {1024, 1025, 2048, 4096})
-      for (std::int64_t n : {1024, 2048, 4096, 8192})
-        for (std::int64_t k : {1024, 2048, 4096, 8192}) {
+      for (std::int64_t n : {512, 1024, 2048, 4096, 8192})
+        for (std::int64_t k : {64, 128, 1024, 2048, 4096, 8192}) {
           p.a_type = p.b_type = t;
           p.m = m;
           p.n = n;
@@ -1565,7 +1565,8 @@ TEST(GemmDispatch, DirectPathRange) {
           const bool want = table_swaps(p, isa);
           EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           if (b.swap_large_min_m > 0 && m >= b.swap_large_min_m && t != DType::fp8 &&
-              n <= b.swap_large_max_n && n * k <= (t == DType::f32 ? 8 : 16) * (1 << 20)) {
+              n <= b.swap_large_max_n && n * k <= (t == DType::f32 ? 8 : 16) * (1 << 20) &&
+              (t == DType::f32 || k >= 128)) {
             EXPECT_TRUE(s.swap) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           }
           EXPECT_EQ(s.path, want || m <= b.direct_max_m ? s.path : Path::packed);

@@ -929,8 +929,11 @@ Schedule resolve_with(const Params& p, int blocks) {
     // 4096 1.05x / 1.05x, 2048 x 4096 x 1024 1.03x, 4096 x 2048 x 1024 1.04x, 2048 x 768 x 4096
     // 1.05x, 1280 x 2048 x 2048 1.03x, 1536 x 1536 x 2048 1.02x, 4096 x 4096 x 2048 1.02x; bf16
     // pairs 2048^3 1.08x / 1.08x, 2048 x 4096 x 1024 1.07x / 1.07x (bf16 C too); fp16 2048^3
-    // 1.04x; N = 8192 level (2048 x 8192 x 1024 fp32 0.98-1.00x, K blocks of 256-1024).
-    const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m;
+    // 1.04x; N = 8192 level (2048 x 8192 x 1024 fp32 0.98-1.00x, K blocks of 256-1024). Short K
+    // on bf16 pairs stays packed: batched 8 x (16384 x 2048 x 64) 0.88-0.91x (fp32 1.17x, bf16 at
+    // K = 128 1.13-1.16x).
+    const bool large =
+        b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m && (!words || p.k >= 128);
     const int swap_n = large                                     ? b.swap_large_max_n
                        : b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall
                                                                  : b.swap_max_n;
