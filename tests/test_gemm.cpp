@@ -1196,6 +1196,11 @@ TEST(Gemm, BadArgumentsAreRefused) {
   EXPECT_NO_THROW(gemm(p));
   p.schedule.path = Path::packed;
   EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.schedule.path = Path::decode;  // the decode path on the swapped operands: N <= kDecodeMaxM
+  EXPECT_NO_THROW(gemm(p));
+  p.n = detail::kDecodeMaxM + 1;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  p.n = 4;
   p.schedule.path = Path::direct;
   p.trans_b = Trans::N;
   EXPECT_THROW(gemm(p), std::invalid_argument);
@@ -1301,6 +1306,48 @@ TEST(Gemm, DirectPath) {
   EXPECT_FALSE(detail::direct_converts(q, f));
 }
 
+// The decode path on the swapped operands (few columns: A's rows streamed as the decode path's
+// W, the sums transposed into C's rows): every family, the dtypes swap takes, N from 1 to 16
+// (the rows of the decode kernels' blocks and their tails), K across the decode K tiles (and odd
+// K on bf16: the fp32 route), alpha / beta, 16-bit C, padding, 1-3 threads, exact integers and
+// random values.
+TEST(Gemm, SwappedDecodePath) {
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {1, 1, 1},     {70, 3, 130}, {100, 8, 257}, {300, 11, 64},
+      {64, 5, 1000}, {513, 2, 48}, {40, 16, 2200}};
+  const std::vector<std::array<DType, 3>> types = {
+      {DType::f32, DType::f32, DType::f32},   {DType::f32, DType::f32, DType::bf16},
+      {DType::bf16, DType::bf16, DType::f32}, {DType::bf16, DType::bf16, DType::bf16},
+      {DType::f16, DType::f16, DType::f16},   {DType::f32, DType::bf16, DType::f32},
+      {DType::bf16, DType::f32, DType::f32}};
+  int i = 0;
+  for (Isa isa : isas())
+    for (const auto& t : types)
+      for (const auto& sh : shapes) {
+        ++i;
+        Case c{};
+        c.isa = isa;
+        c.path = Path::decode;
+        c.swap = true;
+        c.at = t[0];
+        c.bt = t[1];
+        c.ct = t[2];
+        c.m = sh[0];
+        c.n = sh[1];
+        c.k = sh[2];
+        c.threads = 1 + i % 3;
+        c.stages = i % 2 == 0 ? 1 : 2;
+        c.pad = i % 3 == 0 ? 4 : 0;
+        c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
+        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
+        c.ints = true;
+        run_case(c);
+        c.ints = false;
+        run_case(c);
+      }
+  EXPECT_GT(i, 100);
+}
+
 // The direct path on the swapped operands (C^T = W . A^T, C written as rows): every family,
 // the dtypes it takes (fp8 never), panels of every width and narrow last panels (the caller's N),
 // tails of W rows (the caller's M), K blocks, padding, alpha / beta, 16-bit C, 1-3 threads.
@@ -1376,6 +1423,24 @@ bool table_swaps(const Params& p, Isa isa) {
   const std::int64_t rows = (q.m + fam.direct_panel - 1) / fam.direct_panel * fam.direct_panel;
   const std::int64_t at_bytes = 4 * rows * (words ? (q.k + 1) / 2 : q.k);
   return q.m >= lo && q.m <= hi && at_bytes <= (std::int64_t{32} << 20);
+}
+
+// The path the table takes on the swapped operands for fewer columns than the swapped direct
+// path's minimum for their route (rows of A beyond the decode path's range): the direct path's k
+// pairs for fp32 from direct_min_m_k2 columns, the decode path otherwise; automatic where the
+// rule does not apply (it needs swap_min_m, like every swap).
+Path few_columns_path(const Params& p, Isa isa) {
+  const auto& b = detail::blocking(isa);
+  const auto& fam = detail::family(isa);
+  if (b.swap_min_m <= 0 || p.m <= detail::kDecodeMaxM || !detail::swap_ok(p, fam))
+    return Path::automatic;
+  const Params q = detail::swapped(p);
+  const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
+  const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
+  if (p.n >= lo) return Path::automatic;
+  const bool k2 = b.direct_min_m_k2 > 0 && !conv && detail::direct_on_k_pairs(q, fam) &&
+                  q.m >= b.direct_min_m_k2;
+  return k2 ? Path::direct : Path::decode;
 }
 
 // Where the table gives the direct path a range of M (fp32, N >= direct_min_n), the engine
@@ -1473,8 +1538,8 @@ TEST(GemmDispatch, DirectPathRange) {
   p.trans_b = Trans::N;
   EXPECT_NE(resolve(p).path, Path::direct);
   p.trans_b = Trans::T;
-  p.n = 8;
-  EXPECT_NE(resolve(p).path, Path::direct);  // one panel of A^T: nothing to split
+  p.n = 8;  // one panel of A^T: not the plain direct path (the swapped operands where few_columns)
+  EXPECT_FALSE(resolve(p).path == Path::direct && !resolve(p).swap);
   // Narrow N with whole panels for each thread: the direct path, threads splitting M.
   for (std::int64_t m : {64, 96, 128, 160, 256})
     for (std::int64_t n : {16, 128, 512, 1024}) {
@@ -1533,20 +1598,23 @@ TEST(GemmDispatch, DirectPathRange) {
   p.a_type = p.b_type = DType::f32;
   p.threads = 2;
   // Few columns against many rows: the direct path on the swapped operands where the table
-  // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K.
-  for (DType t : {DType::f32, DType::bf16, DType::fp8})
+  // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K;
+  // fewer columns than that range, the swapped operands' decode path or k pairs.
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8})
     for (std::int64_t m : {128, 192, 256, 512, 1024, 2048})
-      for (std::int64_t n : {8, 64, 128, 256, 384, 512, 768})
+      for (std::int64_t n : {1, 4, 5, 8, 11, 16, 64, 128, 256, 384, 512, 768})
         for (std::int64_t k : {128, 512}) {
           p.a_type = p.b_type = t;
           p.m = m;
           p.n = n;
           p.k = k;
-          const bool want = table_swaps(p, isa);
+          const Path few = few_columns_path(p, isa);
+          const bool want = few != Path::automatic || table_swaps(p, isa);
           const Schedule s = resolve(p);
           EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           if (want) {
-            EXPECT_EQ(s.path, Path::direct);
+            EXPECT_EQ(s.path, few != Path::automatic ? few : Path::direct)
+                << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
             EXPECT_EQ(s.threads_m * s.threads_n, 2);
             EXPECT_NE(describe(s).find("swap"), std::string::npos);
           }

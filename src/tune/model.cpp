@@ -101,7 +101,7 @@ double makespan(std::vector<double>& blocks, int t) {
 void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
                  std::vector<BlockWork>& out, double& serial) {
   const auto& fam = gemm::detail::family(s.isa);
-  if (s.swap) {  // the direct path's blocks for the swapped operands (C written as rows)
+  if (s.swap) {  // the direct or decode path's blocks for the swapped operands
     Schedule t = s;
     t.swap = false;
     return item_blocks(gemm::detail::swapped(p), t, mc, out, serial);
@@ -421,6 +421,19 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
               }
           }
         }
+        // The decode path on the swapped operands (few columns: A's rows streamed once).
+        if (c.p.n <= gemm::detail::kDecodeMaxM && gemm::detail::swap_ok(c.p, fam))
+          for (int kt : {1024, 4096})
+            for (int st : {1, 2}) {
+              Schedule s = base;
+              s.path = Path::decode;
+              s.swap = true;
+              s.threads_m = 1;
+              s.threads_n = gn * gm;
+              s.decode_k_tile = kt;
+              s.stages = st;
+              add(s);
+            }
         // The direct path, and on the swapped operands (C^T = W . A^T) where it applies.
         for (const bool swap : {false, true}) {
           if (swap ? !gemm::detail::swap_ok(c.p, fam) : !gemm::detail::direct_ok(c.p, fam))

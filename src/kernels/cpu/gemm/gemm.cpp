@@ -593,7 +593,7 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
     decode(g);
     return;
   }
-  const bool direct = p.c_type == DType::f32 && p.alpha == 1.0f && p.beta == 0.0f;
+  const bool direct = p.c_type == DType::f32 && p.alpha == 1.0f && p.beta == 0.0f && !pr.ct;
   if (direct) {
     g.out = static_cast<float*>(p.c) + n0;
     g.ldo = pr.ldc;
@@ -602,6 +602,14 @@ void decode_block(const Problem& pr, std::int64_t n0, std::int64_t n1, int slice
     g.ldo = n1 - n0;
   }
   decode(g);
+  if (pr.ct) {  // the caller's rows [n0, n1) of C: the sums transposed, then written as rows
+    const std::int64_t nb = n1 - n0;
+    float* t = ws.c_tile.get(nb * p.m);
+    for (std::int64_t j = 0; j < nb; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i) t[j * p.m + i] = g.out[i * g.ldo + j];
+    write_back(pr, n0, 0, nb, p.m, t, p.m);
+    return;
+  }
   if (!direct) write_back(pr, 0, n0, p.m, n1 - n0, g.out, g.ldo);
 }
 
@@ -770,14 +778,16 @@ void check(const Params& p, bool fused) {
   if ((s.threads_m == 0) != (s.threads_n == 0)) fail("threads_m and threads_n: set both or none");
   if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
   if (p.m == 0 || p.n == 0) return;
-  if (s.path == Path::decode && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
+  if (s.path == Path::decode && !s.swap && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
     fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
+  if (s.path == Path::decode && s.swap && p.n > detail::kDecodeMaxM)
+    fail(fmt::format("the decode path on swapped operands needs n <= {}", detail::kDecodeMaxM));
   const KernelFamily& fam = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
   if (s.path == Path::direct && !s.swap && !detail::direct_ok(p, fam))
     fail("direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32");
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
-  if (s.swap && ((s.path != Path::automatic && s.path != Path::direct) || s.split_k > 1))
-    fail("swap runs the direct path (no split_k)");
+  if (s.swap && (s.path == Path::packed || s.split_k > 1))
+    fail("swap runs the direct or the decode path (no split_k)");
   if (s.swap && !detail::swap_ok(p, fam))
     fail("swap needs A stored (M, K) and W stored (N, K), neither fp8");
   if (p.c == nullptr) fail("c is null");
@@ -940,12 +950,34 @@ Schedule resolve_with(const Params& p, int blocks) {
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
         p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), swap_n))
       s.swap = true;
+    // Fewer columns than the swapped direct path's minimum (an MoE router's 8 experts, a
+    // GEMV-like product) where the packed path would run (padding N to its 32-wide panels and
+    // packing all of A): the swapped operands, A's rows streamed once against the few rows of W
+    // in cache - on the decode path, or for fp32 from direct_min_m_k2 columns on the direct
+    // path's k pairs (one panel of W^T). Zen 4, 2 threads, cold, in one process, against the
+    // packed path: fp32 2048 x 8 x 4096 2.5x (decode; k pairs 1.19x faster again), 128 x 8 x
+    // 4096 3.8x, 64 x 8 x 4096 2.8x, 256 x 4 x 4096 3.2x, 2048 x 1 x 4096 5.1x; bf16 2048 x 8 x
+    // 4096 3.2x, 128 x 8 x 4096 2.8x, 48 x 8 x 2048 2.2x, 1024 x 11 x 2048 2.3x; fp16 1024 x 16 x
+    // 2048 2.5x, 512 x 8 x 7168 5.9x. fp32 k pairs against decode: 512 x 6 x 2048 1.18x, 128 x 8
+    // x 7168 1.10x, 1024 x 8 x 1024 1.11x.
+    if (s.path == Path::packed && !s.swap && s.split_k <= 1 && b.swap_min_m > 0 && p.n >= 1 &&
+        detail::swap_ok(p, f)) {
+      const Params q = detail::swapped(p);
+      const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
+      const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
+      if (p.n < lo && p.n <= detail::kDecodeMaxM) {
+        s.swap = true;
+        const bool pairs_k = b.direct_min_m_k2 > 0 && !c && detail::direct_on_k_pairs(q, f) &&
+                             q.m >= b.direct_min_m_k2;
+        s.path = pairs_k ? Path::direct : Path::decode;
+      }
+    }
   }
-  if (s.swap) {  // the direct path's schedule for the swapped operands
+  if (s.swap) {  // the direct (or decode) path's schedule for the swapped operands
     Params q = detail::swapped(p);
     q.schedule = s;
     q.schedule.swap = false;
-    q.schedule.path = Path::direct;
+    q.schedule.path = s.path == Path::decode ? Path::decode : Path::direct;
     // Threads split the caller's rows (A, read in place, is the large operand: splitting the
     // W^T panels instead made every thread read all of it: 512x128x128 bf16 0.073-0.080 ms
     // against 0.043-0.056).
@@ -1364,9 +1396,9 @@ std::string describe(const Schedule& s) {
           ? fmt::format("path=direct{} kernel={}_direct_{}x{} kc={} threads={} grid={}x{}",
                         s.swap ? " swap" : "", isa_name(f.isa), f.direct_rows, f.direct_panel, s.kc,
                         s.threads, s.threads_m, s.threads_n)
-          : fmt::format("path={} kernel={} mc={} nc={} kc={} threads={} grid={}x{}",
-                        path_name(s.path), f.name, s.mc, s.nc, s.kc, s.threads, s.threads_m,
-                        s.threads_n);
+          : fmt::format("path={}{} kernel={} mc={} nc={} kc={} threads={} grid={}x{}",
+                        path_name(s.path), s.swap ? " swap" : "", f.name, s.mc, s.nc, s.kc,
+                        s.threads, s.threads_m, s.threads_n);
   if (s.path != Path::packed && s.path != Path::direct) {
     d += fmt::format(" k_tile={} split_k={}", s.decode_k_tile, s.split_k);
   } else if (s.split_k > 1) {
