@@ -1401,13 +1401,17 @@ bool even_panel_split(std::int64_t m, int panel) {
 }
 
 // Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct
-// path on the swapped operands: M from swap_min_m, the swapped operands' M (the caller's N) from
+// path on the swapped operands: M from swap_min_m (swap_short_min_m where K <= swap_short_max_k
+// and N <= M), the swapped operands' M (the caller's N) from
 // the direct path's minimum for their route up to swap_max_n (swap_max_n_tall where M >= 2 N,
 // swap_large_max_n from swap_large_min_m), no fp8, W^T packed within 32 MiB.
 bool table_swaps(const Params& p, Isa isa) {
   const auto& b = detail::blocking(isa);
   const auto& fam = detail::family(isa);
-  if (b.swap_min_m <= 0 || p.m < b.swap_min_m || !detail::swap_ok(p, fam)) return false;
+  const bool short_k = b.swap_short_min_m > 0 && p.m >= b.swap_short_min_m &&
+                       p.k <= b.swap_short_max_k && p.n <= p.m;
+  if (b.swap_min_m <= 0 || (p.m < b.swap_min_m && !short_k) || !detail::swap_ok(p, fam))
+    return false;
   const Params q = detail::swapped(p);
   const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);
   const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
@@ -1601,9 +1605,9 @@ TEST(GemmDispatch, DirectPathRange) {
   // says so (M >= swap_min_m, N in the direct range of the swapped operands' route), any K;
   // fewer columns than that range, the swapped operands' decode path or k pairs.
   for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8})
-    for (std::int64_t m : {128, 192, 256, 512, 1024, 2048})
-      for (std::int64_t n : {1, 4, 5, 8, 11, 16, 64, 128, 256, 384, 512, 768})
-        for (std::int64_t k : {128, 512}) {
+    for (std::int64_t m : {96, 128, 160, 192, 256, 512, 1024, 2048})
+      for (std::int64_t n : {1, 4, 5, 8, 11, 16, 64, 128, 160, 256, 384, 512, 768})
+        for (std::int64_t k : {128, 512, 513}) {
           p.a_type = p.b_type = t;
           p.m = m;
           p.n = n;

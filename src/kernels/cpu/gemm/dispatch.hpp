@@ -94,6 +94,9 @@ struct Blocking {
   // range, where the packed path would run; 0: never): A's rows broadcast in place against W^T
   // packed 64 wide, as oneDNN's brgemm runs large products.
   int swap_large_min_m = 0, swap_large_max_n = 0;
+  // ...and from swap_short_min_m rows (below swap_min_m) where K <= swap_short_max_k and N <= M:
+  // with a short K the plain direct path's transposed tile writes outweigh its dots (0: never).
+  int swap_short_min_m = 0, swap_short_max_k = 0;
 };
 
 struct CpuInfo {

@@ -947,8 +947,18 @@ Schedule resolve_with(const Params& p, int blocks) {
     const int swap_n = large                                     ? b.swap_large_max_n
                        : b.swap_max_n_tall > 0 && p.m >= 2 * p.n ? b.swap_max_n_tall
                                                                  : b.swap_max_n;
+    // A short K from swap_short_min_m rows (128 on Zen 4) where N <= M: the plain direct path
+    // writes each tile transposed (six values to each of 64 rows), the swapped one C's rows as
+    // vectors. Zen 4, 2 threads, cold, in one process, against the default: batched 128 x (128 x
+    // 128 x K) bf16 (bf16 C) K = 128 1.25x, 192 1.15x, 256 1.20x, 512 1.09x, K = 1024 (32 x) level;
+    // fp32 K = 192 1.09x, 512 1.06x; fp16 K = 256 1.10x; 128 x (160 x 128 x 192) bf16 1.38x, 128 x
+    // (128 x 64 x 192) fp32 1.27x; gemm 128 x 128 x 256 fp32 1.15x, 128 x 128 x 512 bf16 1.11x;
+    // N > M lost (128 x 256 x 256 fp32 0.95x, bf16 level).
+    const bool short_k = b.swap_short_min_m > 0 && p.m >= b.swap_short_min_m &&
+                         p.k <= b.swap_short_max_k && p.n <= p.m;
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
-        p.m >= b.swap_min_m && detail::swap_ok(p, f) && direct_m(detail::swapped(p), swap_n))
+        (p.m >= b.swap_min_m || short_k) && detail::swap_ok(p, f) &&
+        direct_m(detail::swapped(p), swap_n))
       s.swap = true;
     // Fewer columns than the swapped direct path's minimum (an MoE router's 8 experts, a
     // GEMV-like product) where the packed path would run (padding N to its 32-wide panels and
