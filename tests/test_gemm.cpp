@@ -1097,18 +1097,19 @@ TEST(Gemm, DeepKBlocksDefaultSchedule) {
     c.at = c.bt = t;
     run_case(c);
   }
-  // A large product above the direct path's rows (Zen 4: the swapped operands, W^T 4000 rows in
-  // two K blocks of 272 within its 8 MiB budget; the packed path elsewhere).
-  c.m = 1030;
-  c.n = 4000;
+  // A large product above the direct path's rows (Zen 4: the swapped operands by that rule alone
+  // - N above the tall rule's 512, K above the short-K rule's 512 -, W^T of 520 rows packed once;
+  // the packed path elsewhere; K blocks on the swapped operands: SwappedDirectPath).
+  c.m = 1025;
+  c.n = 520;
   c.k = 520;
   c.at = c.bt = DType::f32;
   run_case(c);
 }
 
 // The swapped direct path's 16-bit C with K in one block and a block tile beyond 4 MiB (1000
-// columns x 1100 rows a thread): each W tile's rows rounded into C once every panel has passed,
-// the last tile 2 rows; alpha and beta, 1 and 2 threads, every family.
+// columns x 1100 rows a thread, K = 8): each W tile's rows rounded into C once every panel has
+// passed, the last tile 2 rows; alpha and beta, 1 and 2 threads, every family.
 TEST(Gemm, SwappedSixteenBitCRoundedPerTile) {
   for (Isa isa : isas())
     for (DType t : {DType::bf16, DType::f16})
@@ -1118,7 +1119,7 @@ TEST(Gemm, SwappedSixteenBitCRoundedPerTile) {
         c.at = c.bt = c.ct = t;
         c.m = 1100 * threads;
         c.n = 1000;
-        c.k = 40;
+        c.k = 8;
         c.threads = threads;
         c.path = Path::direct;
         c.swap = true;

@@ -67,11 +67,13 @@ struct Schedule {
   Order order = Order::automatic;  // the packed path's loop order
   // Batched and grouped calls: one parallel region for every item's blocks or one per item.
   Fuse fuse_items = Fuse::automatic;
-  // The direct path on the swapped operands: C^T = W . A^T, A's rows read in place, W^T packed
-  // once, C written as whole rows (path direct or automatic; A stored (M, K), W stored (N, K),
-  // neither fp8). For small N against large M (attention's N = head_dim = 128), where the packed
-  // path packs all of A for few columns. false: the heuristic may still choose it (resolve()
-  // shows the choice).
+  // The swapped operands: C^T = W . A^T, A's rows read in place. On the direct path (path direct
+  // or automatic) W^T is packed once and C written as whole rows; on the decode path (path
+  // decode, N <= 64) A's rows are streamed as the decode path's weights and C's rows come from
+  // a transposed tile. A stored (M, K), W stored (N, K), neither fp8; not with split_k. For
+  // small N against large M (attention's N = head_dim = 128, an MoE router's 8 experts), short
+  // K, and large products. false: the heuristic may still choose it (resolve() shows the
+  // choice).
   bool swap = false;
 
   bool operator==(const Schedule&) const = default;
