@@ -1401,6 +1401,14 @@ bool even_panel_split(std::int64_t m, int panel) {
   return panels % 2 == 0 && 8 * (m - first) >= 7 * first;
 }
 
+// The table's decode crossover in M for these operands' route (the default decodes up to it).
+int table_decode_max_m(const Params& p, Isa isa) {
+  const auto& b = detail::blocking(isa);
+  if (p.b_type == DType::f32) return b.decode_max_m_f32;
+  return detail::multiplies_bf16_pairs(p, detail::family(isa)) ? b.decode_max_m_pairs
+                                                                : b.decode_max_m_lowp;
+}
+
 // Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct
 // path on the swapped operands: M from swap_min_m (swap_short_min_m where K <= swap_short_max_k
 // and N <= M), the swapped operands' M (the caller's N) from
@@ -1411,7 +1419,10 @@ bool table_swaps(const Params& p, Isa isa) {
   const auto& fam = detail::family(isa);
   const bool short_k = b.swap_short_min_m > 0 && p.m >= b.swap_short_min_m &&
                        p.k <= b.swap_short_max_k && p.n <= p.m;
-  if (b.swap_min_m <= 0 || (p.m < b.swap_min_m && !short_k) || !detail::swap_ok(p, fam))
+  // ...or fewer columns than the plain direct path takes, where the packed path would run
+  // (rows beyond the decode path's range).
+  const bool narrow = 2 * p.n < b.direct_min_n && p.m > table_decode_max_m(p, isa);
+  if (b.swap_min_m <= 0 || (p.m < b.swap_min_m && !short_k && !narrow) || !detail::swap_ok(p, fam))
     return false;
   const Params q = detail::swapped(p);
   const bool words = detail::direct_pairs(q, fam), conv = detail::direct_converts(q, fam);

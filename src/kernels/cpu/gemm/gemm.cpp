@@ -956,8 +956,13 @@ Schedule resolve_with(const Params& p, int blocks) {
     // N > M lost (128 x 256 x 256 fp32 0.95x, bf16 level).
     const bool short_k = b.swap_short_min_m > 0 && p.m >= b.swap_short_min_m &&
                          p.k <= b.swap_short_max_k && p.n <= p.m;
+    // Below swap_min_m rows, where the packed path would run for fewer columns than the plain
+    // direct path takes (N < direct_min_n / 2): 2 threads, cold, in one process, against the
+    // packed path: fp32 128 x 64 x 2048 1.41x, 128 x 32 x 4096 1.45x, 48 x 64 x 2048 1.35x, 64 x
+    // 96 x 1024 1.44x; bf16 96 x 64 x 2048 1.51x, 40 x 64 x 4096 1.40x; fp16 64 x 32 x 1024 level.
+    const bool narrow = s.path == Path::packed && 2 * p.n < b.direct_min_n;
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
-        (p.m >= b.swap_min_m || short_k) && detail::swap_ok(p, f) &&
+        (p.m >= b.swap_min_m || short_k || narrow) && detail::swap_ok(p, f) &&
         direct_m(detail::swapped(p), swap_n))
       s.swap = true;
     // Fewer columns than the swapped direct path's minimum (an MoE router's 8 experts, a
