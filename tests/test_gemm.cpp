@@ -1214,7 +1214,8 @@ TEST(Gemm, BadArgumentsAreRefused) {
 
 // Direct-path cases over shapes x dtypes x every family, varying threads (1-3), stages (with and
 // without the W prefetch), padding, alpha / beta and, for fp32 A without `swap`, A stored (K, M);
-// each in exact integers and random values. Returns the number of shape x dtype x family cases.
+// each in exact integers and random values; `path` decode: the decode path on the swapped
+// operands instead (kc unused). Returns the number of shape x dtype x family cases.
 struct DirectShape {
   std::int64_t m, n, k;
   int kc;
@@ -1223,7 +1224,7 @@ struct DirectTypes {
   DType a, b, c;
 };
 int run_direct_cases(const std::vector<DirectShape>& shapes, const std::vector<DirectTypes>& types,
-                     bool swap) {
+                     bool swap, Path path = Path::direct) {
   int i = 0;
   for (Isa isa : isas())
     for (const DirectTypes& t : types)
@@ -1231,8 +1232,9 @@ int run_direct_cases(const std::vector<DirectShape>& shapes, const std::vector<D
         ++i;
         Case c{};
         c.isa = isa;
-        // swap implies the direct path: also given with the path left automatic
-        c.path = swap && i % 4 == 0 ? Path::automatic : Path::direct;
+        // swap implies the direct path: also given with the path left automatic (the decode
+        // path on the swapped operands is always named)
+        c.path = path == Path::direct && swap && i % 4 == 0 ? Path::automatic : path;
         c.swap = swap;
         c.at = t.a;
         c.bt = t.b;
@@ -1313,39 +1315,21 @@ TEST(Gemm, DirectPath) {
 // K on bf16: the fp32 route), alpha / beta, 16-bit C, padding, 1-3 threads, exact integers and
 // random values.
 TEST(Gemm, SwappedDecodePath) {
-  const std::vector<std::array<std::int64_t, 3>> shapes = {
-      {1, 1, 1},     {70, 3, 130}, {100, 8, 257}, {300, 11, 64},
-      {64, 5, 1000}, {513, 2, 48}, {40, 16, 2200}};
-  const std::vector<std::array<DType, 3>> types = {
-      {DType::f32, DType::f32, DType::f32},   {DType::f32, DType::f32, DType::bf16},
-      {DType::bf16, DType::bf16, DType::f32}, {DType::bf16, DType::bf16, DType::bf16},
-      {DType::f16, DType::f16, DType::f16},   {DType::f32, DType::bf16, DType::f32},
-      {DType::bf16, DType::f32, DType::f32}};
-  int i = 0;
-  for (Isa isa : isas())
-    for (const auto& t : types)
-      for (const auto& sh : shapes) {
-        ++i;
-        Case c{};
-        c.isa = isa;
-        c.path = Path::decode;
-        c.swap = true;
-        c.at = t[0];
-        c.bt = t[1];
-        c.ct = t[2];
-        c.m = sh[0];
-        c.n = sh[1];
-        c.k = sh[2];
-        c.threads = 1 + i % 3;
-        c.stages = i % 2 == 0 ? 1 : 2;
-        c.pad = i % 3 == 0 ? 4 : 0;
-        c.alpha = i % 5 == 0 ? -2.0f : 1.0f;
-        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : 3.0f);
-        c.ints = true;
-        run_case(c);
-        c.ints = false;
-        run_case(c);
-      }
+  const int i = run_direct_cases({{1, 1, 1, 0},
+                                  {70, 3, 130, 0},
+                                  {100, 8, 257, 0},
+                                  {300, 11, 64, 0},
+                                  {64, 5, 1000, 0},
+                                  {513, 2, 48, 0},
+                                  {40, 16, 2200, 0}},
+                                 {{DType::f32, DType::f32, DType::f32},
+                                  {DType::f32, DType::f32, DType::bf16},
+                                  {DType::bf16, DType::bf16, DType::f32},
+                                  {DType::bf16, DType::bf16, DType::bf16},
+                                  {DType::f16, DType::f16, DType::f16},
+                                  {DType::f32, DType::bf16, DType::f32},
+                                  {DType::bf16, DType::f32, DType::f32}},
+                                 true, Path::decode);
   EXPECT_GT(i, 100);
 }
 
@@ -1406,7 +1390,7 @@ int table_decode_max_m(const Params& p, Isa isa) {
   const auto& b = detail::blocking(isa);
   if (p.b_type == DType::f32) return b.decode_max_m_f32;
   return detail::multiplies_bf16_pairs(p, detail::family(isa)) ? b.decode_max_m_pairs
-                                                                : b.decode_max_m_lowp;
+                                                               : b.decode_max_m_lowp;
 }
 
 // Whether the table sends these operands (A stored (M, K), W (N, K), no split K) to the direct

@@ -870,9 +870,14 @@ Schedule resolve_with(const Params& p, int blocks) {
   // The path packs all of op(A)^T per call into the caller's grow-only scratch: only while that
   // stays within kDirectMaxAtBytes (the table's M ranges reach 1024 rows on Zen 4; a 28672-deep K
   // would have kept 117 MiB per calling thread), beyond it the packed path's bounded blocks.
+  // The direct path's fewest rows of A for operands q's route.
+  auto direct_lo = [&](const Params& q) {
+    const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
+    return w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
+  };
   auto direct_m = [&](const Params& q, int most = 0) {
     const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
-    const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
+    const int lo = direct_lo(q);
     const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
     const std::int64_t at_bytes = 4 * direct_at_floats(q.m, q.k, w ? 2 : 1, f.direct_panel);
     return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi) && at_bytes <= kDirectMaxAtBytes;
@@ -978,12 +983,10 @@ Schedule resolve_with(const Params& p, int blocks) {
     if (s.path == Path::packed && !s.swap && s.split_k <= 1 && b.swap_min_m > 0 && p.n >= 1 &&
         detail::swap_ok(p, f)) {
       const Params q = detail::swapped(p);
-      const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
-      const int lo = w ? b.direct_min_m_pairs : c ? b.direct_min_m_conv : b.direct_min_m;
-      if (p.n < lo && p.n <= detail::kDecodeMaxM) {
+      if (p.n < direct_lo(q) && p.n <= detail::kDecodeMaxM) {
         s.swap = true;
-        const bool pairs_k = b.direct_min_m_k2 > 0 && !c && detail::direct_on_k_pairs(q, f) &&
-                             q.m >= b.direct_min_m_k2;
+        const bool pairs_k = b.direct_min_m_k2 > 0 && !detail::direct_converts(q, f) &&
+                             detail::direct_on_k_pairs(q, f) && q.m >= b.direct_min_m_k2;
         s.path = pairs_k ? Path::direct : Path::decode;
       }
     }
