@@ -674,7 +674,8 @@ void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k
 // C[m0:m1, n0:n1] (m0 a multiple of the panel width): KC blocks of K outermost (the A^T block,
 // M x KC, stays in L2), then tiles of R rows of W (in L1 while every panel of A in [m0, m1)
 // passes), the next tile's W fetched during the last panel. fp32 C is accumulated in place;
-// 16-bit C through fp32 sums of the block, rounded once at the end. Offsets into W and A^T count
+// 16-bit C rounded by the kernel (K in one block, pr.ct) or through fp32 sums of the block,
+// rounded once at the end. Offsets into W and A^T count
 // values (fp32) or words (bf16 pairs, kw = 2).
 void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
                   std::int64_t n1) {
@@ -690,24 +691,26 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const bool conv = detail::direct_converts(p, f);
   const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
   float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
-  // 16-bit C: an fp32 tile of the block (with pr.ct its rows are the caller's rows [n0, n1)).
-  // With pr.ct, K in one block and a block tile beyond 4 MiB, only one W tile's rows at a time:
-  // they are final once every panel has passed and are rounded into C then, from L1 (a block
-  // tile of 4096 x 2048 fp32 is 32 MiB, written and read back from memory: batched 8 x (8192 x
-  // 2048 x 128) bf16 1.07x, 8 x (16384 x 2048 x 64) 1.17-1.20x, 2048 x 4096 x 1024 1.06x; tiles
-  // within L3, 512 KiB - 2 MiB, 0.96-1.01x).
+  // 16-bit C. With K in one block and pr.ct the kernel rounds each sum into C itself (round16
+  // from an fp32 tile: batched 8 x (2048 x 512 x 128) bf16 spent a tenth of its time there;
+  // 1.03-1.13x). Otherwise an fp32 tile of the block (with pr.ct its rows are the caller's rows
+  // [n0, n1)), rounded once at the end: without pr.ct the kernel's write of C^T is a scalar one,
+  // to 16 bits 0.67-0.72x on 128 x 32768 x 512 bf16, and rounding the tile in strips of 96
+  // columns as they are done was level with the whole tile.
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
+  const bool staged = to16 && !(ct && p.k <= KC);
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
-  const bool tile_rows = to16 && ct && p.k <= KC && 4 * mb * nb > (std::int64_t{4} << 20);
-  float* out = to16 ? workspace().c_tile.get(mb * (tile_rows ? R : nb)) : static_cast<float*>(p.c);
-  const std::int64_t ldo = to16 ? (ct ? mb : nb) : pr.ldc;
-  const std::int64_t row0 = to16 ? m0 : 0, col0 = to16 ? n0 : 0;  // the tile's origin in C
-  const float alpha = to16 ? 1.0f : p.alpha;
+  void* out = staged ? workspace().c_tile.get(mb * nb) : p.c;
+  const DType out_type = staged ? DType::f32 : p.c_type;
+  const std::int64_t ldo = staged ? (ct ? mb : nb) : pr.ldc;
+  const std::int64_t row0 = staged ? m0 : 0, col0 = staged ? n0 : 0;  // the tile's origin in C
+  const float alpha = staged ? 1.0f : p.alpha;
+  const auto ces = static_cast<std::int64_t>(dtype_size(out_type));
   const bool fetch = pr.s.stages > 1;
   const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
     const std::int64_t kc = std::min(KC, p.k - k0);
-    const float beta = k0 > 0 ? 1.0f : to16 ? 0.0f : p.beta;
+    const float beta = k0 > 0 ? 1.0f : staged ? 0.0f : p.beta;
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
       // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
@@ -726,18 +729,18 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = q0; q < q1; ++q) {
         const int m = at_rows(pr, q * P);
-        const std::int64_t i = q * P - row0, r = tile_rows ? 0 : j - col0;  // corner in out
-        float* c = ct ? out + r * ldo + i : out + i * ldo + r;
+        const std::int64_t i = q * P - row0, r = j - col0;  // corner in out
+        void* c = static_cast<char*>(out) + (ct ? r * ldo + i : i * ldo + r) * ces;
         const float* at = pr.k2 ? pr.at + k0 / 2 * f.direct_lanes
                                 : pr.at + q * P * kwords + k0 / kw * at_width(pr, m);
-        pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct,
+        pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct, out_type,
                   q + 1 == q1 ? next : nullptr);
       }
-      if (tile_rows) write_back(pr, j, m0, rows, mb, out, ldo);
     }
   }
-  if (to16 && ct && !tile_rows) write_back(pr, n0, m0, nb, mb, out, ldo);
-  if (to16 && !ct) write_back(pr, m0, n0, mb, nb, out, ldo);
+  const auto* tile = static_cast<const float*>(out);
+  if (staged && ct) write_back(pr, n0, m0, nb, mb, tile, ldo);
+  if (staged && !ct) write_back(pr, m0, n0, mb, nb, tile, ldo);
 }
 
 // C = alpha * (sum of the split-K partial sums) + beta * C.

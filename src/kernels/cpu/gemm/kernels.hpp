@@ -112,12 +112,15 @@ struct DirectNext {
 // For i < m and r < rows, with C(i, r) = c[i * ldc + r] (ct false) or c[r * ldc + i] (ct true:
 // the caller's C is this product's transpose, written a row of W's sums at a time as vectors):
 //   C(i, r) = alpha * sum_{p < k} at[p * P + i] * w[r * ldw + p] + beta * C(i, r)
-// (beta == 0: C is not read). next: the W tile computed next, fetched into L1 while this one
-// computes, a line of each of its R rows per 16 k steps as far as next->bytes (nullptr: none).
-// Its rows may be of another dtype than w (the tiles the framework converts into scratch).
+// (beta == 0: C is not read). C is stored as c_type: fp32, or bf16 / fp16, whose elements are
+// rounded once from the fp32 value alpha * sum + beta * C(i, r) (fma(beta, C, alpha * sum)) as
+// write_back and the round16 kernels round them - so a product whose K is one block needs no
+// fp32 tile of C (ldc counts elements). next: the W tile computed next, fetched into L1 while
+// this one computes, a line of each of its R rows per 16 k steps as far as next->bytes (nullptr:
+// none). Its rows may be of another dtype than w (the tiles the framework converts into scratch).
 using DirectKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, int rows,
-                              const float* at, int m, float alpha, float beta, float* c,
-                              std::int64_t ldc, bool ct, const DirectNext* next);
+                              const float* at, int m, float alpha, float beta, void* c,
+                              std::int64_t ldc, bool ct, DType c_type, const DirectNext* next);
 
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
@@ -158,7 +161,7 @@ void convert_scalar(const void*, DType, std::int64_t, float, const float*, float
 void interleave_scalar(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_scalar(const DecodeArgs&);
 void sgemm_direct_scalar_4x8(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                             float, float, float*, std::int64_t, bool, const DirectNext*);
+                             float, float, void*, std::int64_t, bool, DType, const DirectNext*);
 
 void sgemm_avx2_6x16(std::int64_t, const float*, const float*, const float*, const float*, float*,
                      std::int64_t, std::int64_t, const UkAux*);
@@ -166,7 +169,7 @@ void convert_avx2(const void*, DType, std::int64_t, float, const float*, float*)
 void interleave_avx2(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx2(const DecodeArgs&);
 void sgemm_direct_avx2_4x24(std::int64_t, const float*, std::int64_t, int, const float*, int, float,
-                            float, float*, std::int64_t, bool, const DirectNext*);
+                            float, void*, std::int64_t, bool, DType, const DirectNext*);
 
 void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                         float*, std::int64_t, std::int64_t, const UkAux*);
@@ -174,10 +177,10 @@ void convert_avx512(const void*, DType, std::int64_t, float, const float*, float
 void interleave_avx512(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx512(const DecodeArgs&);
 void sgemm_direct_avx512_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                              float, float, float*, std::int64_t, bool, const DirectNext*);
+                              float, float, void*, std::int64_t, bool, DType, const DirectNext*);
 // The direct kernel on k pairs (simd_direct_k2): panels of up to 8 rows of A.
 void sgemm_direct_avx512_6x8k2(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                               float, float, float*, std::int64_t, bool, const DirectNext*);
+                               float, float, void*, std::int64_t, bool, DType, const DirectNext*);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
 // m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of k at
@@ -193,7 +196,8 @@ void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
 // The direct kernel on bf16 pairs (AVX512-BF16): w and at hold 32-bit words (two bf16 of
 // consecutive k), k counts pairs, ldw is in words.
 void sgemm_direct_avx512bf16_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                                  float, float, float*, std::int64_t, bool, const DirectNext*);
+                                  float, float, void*, std::int64_t, bool, DType,
+                                  const DirectNext*);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
 void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                             float*, std::int64_t, std::int64_t, const UkAux*);

@@ -19,12 +19,37 @@
 
 namespace attain::gemm::detail {
 
-// The kernels' scalar write-back from their tile of sums in L1: C(i, r) = alpha * t[r * tld +
-// i * ts] + beta * C(i, r) for i < m, r < rows, rounded once (fma(beta, c, alpha * sum); beta 1
-// is c + alpha * sum, the same bits). ct: C(i, r) at c[r * ldc + i], else c[i * ldc + r].
+// The kernels' write-back from their tile of sums in L1: C(i, r) = alpha * t[r * tld + i * ts] +
+// beta * C(i, r) for i < m, r < rows, rounded once (fma(beta, c, alpha * sum); beta 1 is c +
+// alpha * sum, the same bits), then to 16 bits where C is bf16 / fp16 (kernels.hpp,
+// DirectKernel). ct: C(i, r) at c[r * ldc + i], else c[i * ldc + r].
 template <class S>
 inline void direct_write(const float* t, int tld, int ts, int rows, int m, float alpha, float beta,
-                         float* c, std::int64_t ldc, bool ct) {
+                         void* cv, std::int64_t ldc, bool ct, DType c_type) {
+  if (c_type != DType::f32) {
+    const bool bf = c_type == DType::bf16;
+    auto* c = static_cast<std::uint16_t*>(cv);
+    for (int r = 0; r < rows; ++r) {
+      int i = 0;
+      if (ct && ts == 1) {  // a row of C: whole vectors as round16 rounds them
+        const typename S::V va = S::set1(alpha), vb = S::set1(beta);
+        for (; i + S::kLanes <= m; i += S::kLanes) {
+          std::uint16_t* d = c + r * ldc + i;
+          typename S::V v = S::mul(va, S::load(t + r * tld + i));
+          if (beta != 0.0f) v = S::fma(vb, S::load16(bf, d), v);
+          S::store16(bf, d, v);
+        }
+      }
+      for (; i < m; ++i) {
+        std::uint16_t& d = ct ? c[r * ldc + i] : c[i * ldc + r];
+        float v = alpha * t[r * tld + i * ts];
+        if (beta != 0.0f) v = S::fma1(beta, bf ? bf16_to_f32(d) : f16_to_f32(d), v);
+        d = bf ? f32_to_bf16(v) : f32_to_f16(v);
+      }
+    }
+    return;
+  }
+  auto* c = static_cast<float*>(cv);
   if (ct) {  // rows of C shorter than the panel (the tail of the caller's N)
     for (int r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;
@@ -55,15 +80,16 @@ inline void direct_write(const float* t, int tld, int ts, int rows, int m, float
 // otherwise its m rows of `rows` values. (Internal linkage: each ISA's files compile their own.)
 namespace {
 struct CFetch {
-  float* c;
-  std::int64_t ldc;
+  const char* c;
+  std::int64_t ldc;  // bytes
   bool ct;
-  int rows, vectors, lanes, lines, per_round, next = 0;
-  CFetch(float* c_, std::int64_t ldc_, bool ct_, int rows_, int m, int vectors_, int lanes_,
-         std::int64_t steps)
-      : c(c_),
-        ldc(ldc_),
+  int es, rows, vectors, lanes, lines, per_round, next = 0;
+  CFetch(void* c_, std::int64_t ldc_, bool ct_, DType c_type, int rows_, int m, int vectors_,
+         int lanes_, std::int64_t steps)
+      : c(static_cast<const char*>(c_)),
+        ldc(ldc_ * (c_type == DType::f32 ? 4 : 2)),
         ct(ct_),
+        es(c_type == DType::f32 ? 4 : 2),
         rows(rows_),
         vectors(vectors_),
         lanes(lanes_),
@@ -73,11 +99,11 @@ struct CFetch {
   void round() {
     for (const int e = std::min(lines, next + per_round); next < e; ++next) {
       if (ct) {
-        __builtin_prefetch(c + (next / vectors) * ldc + (next % vectors) * lanes, 1, 3);
+        __builtin_prefetch(c + (next / vectors) * ldc + (next % vectors) * lanes * es, 1, 3);
         continue;
       }
       __builtin_prefetch(c + next * ldc, 1, 3);
-      __builtin_prefetch(c + next * ldc + rows - 1, 1, 3);
+      __builtin_prefetch(c + next * ldc + (rows - 1) * es, 1, 3);
     }
   }
 };
@@ -86,8 +112,8 @@ struct CFetch {
 template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
-                                                       int m, float alpha, float beta, float* c,
-                                                       std::int64_t ldc, bool ct,
+                                                       int m, float alpha, float beta, void* c,
+                                                       std::int64_t ldc, bool ct, DType c_type,
                                                        const DirectNext* next) {
   using V = typename S::V;
   constexpr int P = NV * S::kLanes;
@@ -119,7 +145,7 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
     }
   };
   std::int64_t p = 0;
-  CFetch cf(c, ldc, ct, rows, m, NV, S::kLanes, k);
+  CFetch cf(c, ldc, ct, c_type, rows, m, NV, S::kLanes, k);
   // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
   for (; p + 16 <= k; p += 16) {
     if (next != nullptr && p * 4 < next->bytes) {
@@ -140,12 +166,26 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 
   // C = alpha * sums + beta * C, rounded once per element as the packed path does
   // (fma(beta, c, alpha * sum); beta 1 is c + alpha * sum, the same bits).
+  if (ct && m == P && c_type != DType::f32) {  // whole rows of 16-bit C, as direct_write
+    const bool bf = c_type == DType::bf16;
+    const V va = S::set1(alpha), vb = S::set1(beta);
+    for (int r = 0; r < rows; ++r) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        std::uint16_t* cv = static_cast<std::uint16_t*>(c) + r * ldc + v * S::kLanes;
+        V s = S::mul(va, acc[0][r][v]);
+        if (beta != 0.0f) s = S::fma(vb, S::load16(bf, cv), s);
+        S::store16(bf, cv, s);
+      }
+    }
+    return;
+  }
   if (ct && m == P) {  // whole rows of C: vectors, the same operations lane by lane
     const V va = S::set1(alpha), vb = S::set1(beta);
     for (int r = 0; r < rows; ++r) {
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
-        float* cv = c + r * ldc + v * S::kLanes;
+        float* cv = static_cast<float*>(c) + r * ldc + v * S::kLanes;
         const V s = S::mul(va, acc[0][r][v]);
         S::store(cv, beta == 0.0f   ? s
                      : beta == 1.0f ? S::add(S::load(cv), s)
@@ -159,19 +199,20 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) S::store(&t[r][v * S::kLanes], acc[0][r][v]);
-  direct_write<S>(&t[0][0], P, 1, rows, m, alpha, beta, c, ldc, ct);
+  direct_write<S>(&t[0][0], P, 1, rows, m, alpha, beta, c, ldc, ct, c_type);
 }
 
 // The panel holds round_up(m, kLanes) rows: the instantiation with that many vectors.
 template <class S, int R, int NV>
 inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, int rows,
-                            const float* at, int m, float alpha, float beta, float* c,
-                            std::int64_t ldc, bool ct, const DirectNext* next) {
+                            const float* at, int m, float alpha, float beta, void* c,
+                            std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
   if constexpr (NV > 1) {
     if (m <= (NV - 1) * S::kLanes)
-      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type,
+                                           next);
   }
-  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next);
 }
 
 // The direct kernel for panels of at most kLanes / 2 rows of A (8 rows of zmm), where the plain
@@ -182,11 +223,9 @@ inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, in
 // as simd_direct otherwise (C(i, r), alpha, beta, ct, next); an odd k reads its last value alone
 // (nothing past the rows' ends).
 template <class S, int R>
-inline __attribute__((always_inline)) void simd_direct_k2(std::int64_t k, const float* w,
-                                                          std::int64_t ldw, int rows,
-                                                          const float* at, int m, float alpha,
-                                                          float beta, float* c, std::int64_t ldc,
-                                                          bool ct, const DirectNext* next) {
+inline __attribute__((always_inline)) void simd_direct_k2(
+    std::int64_t k, const float* w, std::int64_t ldw, int rows, const float* at, int m, float alpha,
+    float beta, void* c, std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
   static_assert(2 * R + 2 <= S::kRegs, "two accumulator sets, an A vector and a broadcast");
@@ -205,7 +244,7 @@ inline __attribute__((always_inline)) void simd_direct_k2(std::int64_t k, const 
   };
   const std::int64_t steps = k / 2;
   std::int64_t s = 0;
-  CFetch cf(c, ldc, ct, rows, m, 1, L, steps);
+  CFetch cf(c, ldc, ct, c_type, rows, m, 1, L, steps);
   // 16 steps = two lines of each W row: fetch the next tile's two lines of each row.
   for (; s + 16 <= steps; s += 16) {
     if (next != nullptr && s * 8 < next->bytes) {
@@ -229,7 +268,7 @@ inline __attribute__((always_inline)) void simd_direct_k2(std::int64_t k, const 
   alignas(64) float t[R][L];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) S::store(t[r], S::sum_pairs(S::add(acc[0][r], acc[1][r])));
-  direct_write<S>(&t[0][0], L, 2, rows, m, alpha, beta, c, ldc, ct);
+  direct_write<S>(&t[0][0], L, 2, rows, m, alpha, beta, c, ldc, ct, c_type);
 }
 
 }  // namespace attain::gemm::detail

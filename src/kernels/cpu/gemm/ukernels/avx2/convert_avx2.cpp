@@ -16,35 +16,11 @@ void round16_avx2(DType t, const float* src, std::int64_t n, float alpha, float 
                   std::uint16_t* dst) {
   const bool bf = t == DType::bf16;
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
-  const __m256i quiet = _mm256_set1_epi32(0x40), sign16 = _mm256_set1_epi32(0x8000);
-  const __m256i nan16 = _mm256_set1_epi32(0x7e00);
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 v = _mm256_mul_ps(va, _mm256_loadu_ps(src + j));
-    if (beta != 0.0f) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + j));
-      const __m256 old = bf ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                            : _mm256_cvtph_ps(h);
-      v = _mm256_fmadd_ps(vb, old, v);
-    }
-    // As round16_avx512: bf16 by integer RNE, fp16 by vcvtps2ph; NaN lanes as dtype.hpp sets them.
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i hi = _mm256_srli_epi32(u, 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
-    __m256i r, r_nan;
-    if (bf) {
-      r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))),
-                            16);
-      r_nan = _mm256_or_si256(hi, quiet);
-    } else {
-      r = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      r_nan = _mm256_or_si256(_mm256_and_si256(hi, sign16), nan16);
-    }
-    r = _mm256_blendv_epi8(r, r_nan, nan);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
-                     _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+    if (beta != 0.0f) v = _mm256_fmadd_ps(vb, Avx2::load16(bf, dst + j), v);
+    Avx2::store16(bf, dst + j, v);
   }
   for (; j < n; ++j) {
     const float ab = alpha * src[j];

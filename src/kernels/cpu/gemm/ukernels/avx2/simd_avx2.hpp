@@ -31,6 +31,32 @@ struct Avx2 {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // 16-bit C (bf16 when bf, else fp16), 8 values: as Avx512::load16 / store16.
+  static V load16(bool bf, const std::uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return bf ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+              : _mm256_cvtph_ps(h);
+  }
+  static void store16(bool bf, std::uint16_t* p, V v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    __m256i r, r_nan;
+    if (bf) {
+      const __m256i bias =
+          _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+      r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+      r_nan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    } else {
+      r = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      r_nan = _mm256_or_si256(_mm256_and_si256(hi, _mm256_set1_epi32(0x8000)),
+                              _mm256_set1_epi32(0x7e00));
+    }
+    r = _mm256_blendv_epi8(r, r_nan, nan);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+  }
   // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree.
   static __m128 hsum4(V a, V b, V c, V d) {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));

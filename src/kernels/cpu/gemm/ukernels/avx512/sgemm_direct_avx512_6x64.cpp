@@ -8,17 +8,17 @@
 namespace attain::gemm::detail {
 
 void sgemm_direct_avx512_6x64(std::int64_t k, const float* w, std::int64_t ldw, int rows,
-                              const float* at, int m, float alpha, float beta, float* c,
-                              std::int64_t ldc, bool ct, const DirectNext* next) {
-  simd_direct_any<Avx512, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+                              const float* at, int m, float alpha, float beta, void* c,
+                              std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
+  simd_direct_any<Avx512, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next);
 }
 
 // Panels of up to 8 rows of A on k pairs: 12 accumulators (two sets of six W rows) + an A
 // vector + a broadcast.
 void sgemm_direct_avx512_6x8k2(std::int64_t k, const float* w, std::int64_t ldw, int rows,
-                               const float* at, int m, float alpha, float beta, float* c,
-                               std::int64_t ldc, bool ct, const DirectNext* next) {
-  simd_direct_k2<Avx512, 6>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+                               const float* at, int m, float alpha, float beta, void* c,
+                               std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
+  simd_direct_k2<Avx512, 6>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next);
 }
 
 }  // namespace attain::gemm::detail

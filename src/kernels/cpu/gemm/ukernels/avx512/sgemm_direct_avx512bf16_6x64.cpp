@@ -8,9 +8,10 @@
 namespace attain::gemm::detail {
 
 void sgemm_direct_avx512bf16_6x64(std::int64_t k, const float* w, std::int64_t ldw, int rows,
-                                  const float* at, int m, float alpha, float beta, float* c,
-                                  std::int64_t ldc, bool ct, const DirectNext* next) {
-  simd_direct_any<Avx512Bf16Pairs, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, next);
+                                  const float* at, int m, float alpha, float beta, void* c,
+                                  std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
+  simd_direct_any<Avx512Bf16Pairs, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type,
+                                         next);
 }
 
 }  // namespace attain::gemm::detail

@@ -43,6 +43,33 @@ struct Avx512 {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
   }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  // 16-bit C (bf16 when bf, else fp16), 16 values: widened to fp32; and rounded from fp32 as
+  // dtype.hpp's scalar conversions round (bf16 by integer round to nearest even, fp16 by
+  // vcvtps2ph; a NaN lane as they set it), bit for bit.
+  static V load16(bool bf, const std::uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+              : _mm512_cvtph_ps(h);
+  }
+  static void store16(bool bf, std::uint16_t* p, V v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    __m512i r;
+    if (bf) {  // u + 0x7fff + (bit 16 of u), the top half; NaN: the top half, quieted
+      const __m512i bias =
+          _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+      r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+      r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    } else {  // NaN: sign | 0x7e00
+      r = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      r = _mm512_mask_mov_epi32(r, nan,
+                                _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0x8000)),
+                                                _mm512_set1_epi32(0x7e00)));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  }
   // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree: 128-bit chunks
   // of pairs folded twice, then the four lanes of each chunk.
   static __m128 hsum4(V a, V b, V c, V d) {
