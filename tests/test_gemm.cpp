@@ -841,6 +841,49 @@ TEST(Gemm, PanelWideChunks) {
   }
 }
 
+// The panel kernel's W rows in groups of kDecodePanelGroupRows, each taking all of a span's L1
+// chunks before the next group, and K in spans of kDecodePanelWideBytes of packed A: fp32 W and
+// bf16 pairs (their A chunks kept in L1) with K past one span (a second span of three steps and
+// a tail that is not a whole step), 13 rows of W (two groups and a group of one), 5 and 8 rows
+// of A, with and without the prefetch: exact small integers against the exact sums.
+TEST(Gemm, PanelRowGroupsAndSpans) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  const bool pairs = detail::cpu_info().avx512_bf16;
+  const std::int64_t n = 13;
+  for (const bool bf16 : {false, true}) {
+    if (bf16 && !pairs) continue;
+    const std::int64_t step = bf16 ? 32 : 16, a_bytes = bf16 ? 2 : 4;
+    const std::int64_t span = detail::kDecodePanelWideBytes / (8 * step * a_bytes) * step;
+    const std::int64_t k = span + 3 * step + 7;
+    std::vector<float> a(8 * k), w(n * k);
+    std::vector<std::uint16_t> a16(8 * k), w16(n * k);
+    for (std::int64_t i = 0; i < 8 * k; ++i) {
+      a[i] = static_cast<float>(i % 7) - 3;
+      a16[i] = f32_to_bf16(a[i]);
+    }
+    for (std::int64_t i = 0; i < n * k; ++i) {
+      w[i] = static_cast<float>(i % 5) - 2;
+      w16[i] = f32_to_bf16(w[i]);
+    }
+    for (const std::int64_t m : {std::int64_t{5}, std::int64_t{8}}) {
+      const std::vector<float> ref = exact_products(a, w, m, n, k);  // A's first m rows
+      for (int stages : {1, 2}) {
+        std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
+        std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
+        detail::DecodeArgs g =
+            decode_args(a.data(), m, k, bf16 ? static_cast<const void*>(w16.data()) : w.data(),
+                        bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages,
+                        detail::decode_panel_bytes());
+        g.a16 = a16.data(), g.lda16 = k;
+        (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
+        for (std::int64_t i = 0; i < m * n; ++i)
+          ASSERT_EQ(out[i], ref[i])
+              << "bf16 " << bf16 << " m " << m << " stages " << stages << " at " << i;
+      }
+    }
+  }
+}
+
 // The CPU table's row: the vendor and family's own (zen5: family 0x1a, zen4: 0x19 with AVX-512),
 // else the generic one (ATTAIN_GEMM_TABLE forces a row; tests/cli/bench.sh checks that).
 TEST(GemmDispatch, TableRowForThisCpu) {

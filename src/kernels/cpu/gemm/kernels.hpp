@@ -61,6 +61,12 @@ inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 // and bf16 pairs slower (0.80-0.97x: two products per value load A twice as fast), so they keep
 // the L1 chunk. Measured on Zen 4 only (Zen 5's 48 KiB L1d gave fp16 1.5 KiB pieces).
 inline constexpr std::int64_t kDecodePanelWideBytes = 512 * 1024;
+// The panel kernel's W rows per group (two register tiles of 3): a group takes all of K (in
+// chunks of A kept in L1) before the next, so its rows stream in address order. Zen 4, 2
+// threads, cold, attain bench against all rows a chunk at a time: bf16 8 x 16384 x 4096
+// 1.21x, 8 x 4096 x 14336 1.10x, 8 x 7168 x 2048 1.16x; fp32 6 x 7168 x 1024 1.22x, batched 128
+// x (8 x 128 x 2048) 1.18x; groups of 3 rows 0.93-0.96x of 6 on three of five ops, 12 0.93-1.17x.
+inline constexpr std::int64_t kDecodePanelGroupRows = 6;
 
 // Whether a decode kernel reads a group's W rows one after another instead of a vector of each
 // in turn, which makes one stream in address order where the rows lie back to back (ldw = K)

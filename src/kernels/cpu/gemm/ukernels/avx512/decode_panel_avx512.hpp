@@ -54,10 +54,12 @@ __attribute__((always_inline)) inline void panel_step(__m512 (&acc)[MB][NB],
 // the earlier chunks'). The last partial vector of K loads W masked (A's panel is zero there).
 // kPrefetch: a line of each W row P::kAhead values on, in its own row or, near the chunk's end,
 // in the next tile's rows within this thread's range.
+// The tile computed next starts at row nj, K index nk (its rows past g.n1 are not fetched).
 template <class P, int MB, int NB, bool kPrefetch>
 __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
                                                       const typename P::A* panel, std::int64_t j0,
-                                                      std::int64_t k0, std::int64_t k1, bool add) {
+                                                      std::int64_t k0, std::int64_t k1, bool add,
+                                                      std::int64_t nj, std::int64_t nk) {
   constexpr std::int64_t es = P::kBytes, L = P::kStep;
   // At most half a chunk ahead: rows of 768 bf16 values (the MoE experts' K) ran 1.12-1.23x
   // slower a whole row ahead than half a row (grouped 128 x (8 x 2048 x 768), 2 threads).
@@ -87,15 +89,16 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
       }
       panel_step<P, MB, NB>(acc, x, ap);
     }
-    // Then the next tile's rows, ahead values on in the chunks' concatenated stream: at step p,
-    // offset p + ahead - (k1 - k0) of row j + NB. A row this thread does not compute is
-    // replaced by its own row (lines already loaded). Addresses as integers: they may lie
-    // outside W (prefetches do not fault).
+    // Then the next tile's rows, ahead values on in the tiles' concatenated stream: at step p,
+    // value p + ahead - k1 of the next tile (row nj + j from K index nk). A row this thread does
+    // not compute is replaced by its own row (lines already loaded). Addresses as integers: they
+    // may lie outside W (prefetches do not fault).
     std::uintptr_t next[NB];
     for (int j = 0; j < NB; ++j)
-      next[j] = j0 + NB + j < g.n1 ? reinterpret_cast<std::uintptr_t>(w[j] + NB * g.ldw * es) +
-                                         static_cast<std::uintptr_t>((ahead - (k1 - k0)) * es)
-                                   : reinterpret_cast<std::uintptr_t>(w[j]);
+      next[j] = nj + j < g.n1 ? reinterpret_cast<std::uintptr_t>(
+                                    static_cast<const std::byte*>(g.w) + (nj + j) * g.ldw * es) +
+                                    static_cast<std::uintptr_t>((nk + ahead - k1) * es)
+                              : reinterpret_cast<std::uintptr_t>(w[j]);
     for (; p < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
@@ -132,14 +135,19 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
   }
 }
 
+// Rows [r0, r1) of W over K [k0, k1) (the panel holds A's values from k0); the tile after the
+// last starts at row nj, K index nk.
 template <class P, int MB, bool kPrefetch>
-void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k0,
-                 std::int64_t k1) {
+void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k0, std::int64_t k1,
+                 std::int64_t r0, std::int64_t r1, std::int64_t nj, std::int64_t nk) {
   const bool add = k0 > 0;
-  std::int64_t j = g.n0;
-  for (; j + 3 <= g.n1; j += 3) panel_tile<P, MB, 3, kPrefetch>(g, panel, j, k0, k1, add);
-  if (g.n1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j, k0, k1, add);
-  if (g.n1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add);
+  std::int64_t j = r0;
+  for (; j + 3 <= r1; j += 3) {
+    const bool last = j + 3 == r1;
+    panel_tile<P, MB, 3, kPrefetch>(g, panel, j, k0, k1, add, last ? nj : j + 3, last ? nk : k0);
+  }
+  if (r1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
+  if (r1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
 }
 
 // K in equal chunks of whole steps, each over all of this thread's rows of W and at most `bytes`
@@ -163,19 +171,43 @@ std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
   return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
 }
 
-template <class P, int MB>
-void panel_rows(const DecodeArgs& g) {
+// K in spans whose packed A fits the scratch (kDecodePanelWideBytes: A in L2) and each span in
+// chunks that keep A in L1 (panel_chunk); W's rows in groups of kDecodePanelGroupRows, each
+// group taking the span's chunks one after another, so that its rows stream in address order
+// and the A chunk is read from L2 once per group. (All of the thread's rows a chunk at a time,
+// as before, cut every row into pieces of 2 KiB read far apart: a read of that pattern alone
+// reaches two thirds of a plain stream; twentieth session.) P::kWide: A's chunk is the span.
+template <class P, int MB, bool kPrefetch>
+void panel_rows_in(const DecodeArgs& g) {
   auto* panel = reinterpret_cast<typename P::A*>(g.scratch);
+  constexpr std::int64_t step_bytes =
+      kDecodePanelMaxM * P::kStep * static_cast<std::int64_t>(sizeof(typename P::A));
   const std::int64_t chunk = panel_chunk<P>(g.k, g.panel_bytes);
-  for (std::int64_t k0 = 0; k0 < g.k; k0 += chunk) {
-    const std::int64_t k1 = k0 + chunk < g.k ? k0 + chunk : g.k;
-    pack_panel<P, MB>(g, k0, k1, panel);
-    if (g.stages > 1) {
-      panel_tiles<P, MB, true>(g, panel, k0, k1);
-    } else {
-      panel_tiles<P, MB, false>(g, panel, k0, k1);
+  const std::int64_t span_most = kDecodePanelWideBytes / step_bytes * P::kStep;
+  const std::int64_t span = g.k <= span_most ? g.k : span_most / chunk * chunk;
+  for (std::int64_t s0 = 0; s0 < g.k; s0 += span) {
+    const std::int64_t s1 = s0 + span < g.k ? s0 + span : g.k;
+    pack_panel<P, MB>(g, s0, s1, panel);
+    for (std::int64_t r0 = g.n0; r0 < g.n1; r0 += kDecodePanelGroupRows) {
+      const std::int64_t r1 = r0 + kDecodePanelGroupRows < g.n1 ? r0 + kDecodePanelGroupRows : g.n1;
+      for (std::int64_t k0 = s0; k0 < s1; k0 += chunk) {
+        const std::int64_t k1 = k0 + chunk < s1 ? k0 + chunk : s1;
+        // The tile after the group's last: its next chunk, else the next group's first, else
+        // the next span's.
+        const bool more = k1 < s1;
+        const std::int64_t nj = more ? r0 : r1 < g.n1 ? r1 : g.n0;
+        const std::int64_t nk = more ? k1 : r1 < g.n1 ? s0 : s1;
+        panel_tiles<P, MB, kPrefetch>(g, panel + (k0 - s0) / P::kStep * MB * P::kStep, k0, k1, r0,
+                                      r1, nj, nk);
+      }
     }
   }
+}
+
+template <class P, int MB>
+void panel_rows(const DecodeArgs& g) {
+  if (g.stages > 1) return panel_rows_in<P, MB, true>(g);
+  panel_rows_in<P, MB, false>(g);
 }
 
 // The panel kernel for g.m rows of A (kDecodePanelMinM..kDecodePanelMaxM); g.scratch holds the
