@@ -1562,6 +1562,21 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
   }
+  // Rows of A in one panel meet each W tile once: K blocks only as the A^T block's budget asks,
+  // not capped at direct_max_kc (W's rows stream whole).
+  if (b.direct_max_m >= 32 && b.direct_min_m <= 32) {
+    Params q = p;
+    q.m = 32, q.n = 4096, q.k = 14336;
+    const Schedule s = resolve(q);
+    ASSERT_EQ(s.path, Path::direct);
+    const std::int64_t most =
+        std::max<std::int64_t>(b.direct_block_bytes / (4 * 32) / 64 * 64, 256);
+    const std::int64_t blocks = ceil_div(q.k, most);
+    EXPECT_EQ(s.kc, ceil_div(ceil_div(q.k, blocks), 16) * 16);
+    if (b.direct_block_bytes >= 4 * 32 * q.k) {
+      EXPECT_EQ(s.kc, q.k);
+    }
+  }
   // The packed A^T within 32 MiB: a row range the table allows stops at the K that would pass it.
   if (b.direct_max_m >= 1024) {
     const std::int64_t n = p.n;
