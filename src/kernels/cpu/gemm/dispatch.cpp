@@ -251,8 +251,8 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
 std::int64_t decode_panel_bytes() {
   static const std::int64_t bytes = [] {  // once: every decode block asks
     const std::int64_t l1d = cpu_info().l1d_bytes;
-    const std::int64_t half = (l1d > 0 ? l1d : 32 * 1024) / 2 / 4096 * 4096;
-    return std::clamp<std::int64_t>(half, 8 * 1024, kDecodePanelChunkBytes);
+    const std::int64_t quarter = (l1d > 0 ? l1d : 32 * 1024) / 4 / 4096 * 4096;
+    return std::clamp<std::int64_t>(quarter, 8 * 1024, kDecodePanelChunkBytes);
   }();
   return bytes;
 }

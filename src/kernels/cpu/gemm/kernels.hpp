@@ -103,7 +103,8 @@ struct DecodeArgs {
   const float* a_scale = nullptr;
   std::int64_t ld_ascale = 0;
   // The panel kernel's packed A per K chunk, in bytes (the engine passes decode_panel_bytes():
-  // half the L1d; clamped to kDecodePanelChunkBytes; 16-bit W on the fp32 route ignores it).
+  // a quarter of the L1d; clamped to kDecodePanelChunkBytes; 16-bit W on the fp32 route ignores
+  // it).
   std::int64_t panel_bytes = kDecodePanelChunkBytes;
 };
 using Decode = void (*)(const DecodeArgs& args);
@@ -137,12 +138,11 @@ inline constexpr std::int64_t kPairsConvertMinM = 4;
 
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
 // the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
-// into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (half the L1d, at
-// most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream - 16-bit W
-// on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where the
-// CPU has AVX512-BF16).
-// Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold, 2 threads, panel against
-// blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
+// into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (a quarter of the
+// L1d, at most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream -
+// 16-bit W on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where
+// the CPU has AVX512-BF16). Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold,
+// 2 threads, panel against blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
 inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k) {
   return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= kDecodePanelMinM &&

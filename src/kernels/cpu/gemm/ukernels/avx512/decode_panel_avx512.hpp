@@ -150,10 +150,10 @@ void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k
   if (r1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
 }
 
-// K in equal chunks of whole steps, each over all of this thread's rows of W and at most `bytes`
-// of packed A (DecodeArgs::panel_bytes, at most kDecodePanelChunkBytes), so that A stays in L1
-// beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values: 768 +
-// 768, not 1024 + 512). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and
+// K in equal chunks of whole steps, each at most `bytes` of packed A (DecodeArgs::panel_bytes,
+// at most kDecodePanelChunkBytes; panel_rows_in runs a group of W rows over them), so that A stays
+// in L1 beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values:
+// 768 + 768, not 1024 + 512). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and
 // more), and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the
 // L2's rate (Zen 5, warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
 // P::kWide (16-bit W on the fp32 route): chunks of at most kDecodePanelWideBytes instead, A in
