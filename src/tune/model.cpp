@@ -29,7 +29,7 @@ double d(std::int64_t v) {
 }
 
 bool decode_ok(const Call& c) {
-  return c.p.trans_b == gemm::Trans::T && c.p.m <= gemm::detail::kDecodeMaxM;
+  return gemm::detail::decode_ok(c.p, false);
 }
 
 // Seconds per element the decode kernel spends converting W to fp32 in registers, per thread
@@ -422,7 +422,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
           }
         }
         // The decode path on the swapped operands (few columns: A's rows streamed once).
-        if (c.p.n <= gemm::detail::kDecodeMaxM && gemm::detail::swap_ok(c.p, fam))
+        if (gemm::detail::decode_ok(c.p, true) && gemm::detail::swap_ok(c.p, fam))
           for (int kt : {1024, 4096})
             for (int st : {1, 2}) {
               Schedule s = base;

@@ -16,10 +16,7 @@ namespace {
 
 // A cached schedule is usable for this call when the engine accepts it for this shape.
 bool usable(const gemm::Call& c, const gemm::Schedule& s) {
-  if (s.path == gemm::Path::decode &&
-      (s.swap ? c.p.n > gemm::detail::kDecodeMaxM
-              : c.p.trans_b != gemm::Trans::T || c.p.m > gemm::detail::kDecodeMaxM))
-    return false;
+  if (s.path == gemm::Path::decode && !gemm::detail::decode_ok(c.p, s.swap)) return false;
   const auto& fam =
       gemm::detail::family(s.isa == gemm::Isa::automatic ? gemm::detected_isa() : s.isa);
   if (s.swap ? !gemm::detail::swap_ok(c.p, fam)

@@ -277,6 +277,11 @@ bool direct_pairs(const Params& p, const KernelFamily& f) {
          p.k % 2 == 0 && p.lda % 2 == 0 && p.ldb % 2 == 0 && aligned4(p.a) && aligned4(p.b);
 }
 
+bool decode_ok(const Params& p, bool swap) {
+  if (swap) return p.n <= kDecodeMaxM;
+  return p.trans_b == Trans::T && p.m <= kDecodeMaxM;
+}
+
 bool direct_ok(const Params& p, const KernelFamily& f) {
   if (p.trans_b != Trans::T) return false;
   return direct_pairs(p, f) || p.a_type == DType::f32 || p.trans_a == Trans::N;

@@ -140,6 +140,10 @@ std::int64_t decode_panel_bytes();
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f);
 // Whether it needs DecodeArgs::scratch (the K-tiling kernels and the panel kernel).
 bool decode_uses_scratch(const Params& p, const KernelFamily& f);
+// Whether the decode path takes these operands' shape: W stored (N, K) (trans_b = T) and at most
+// kDecodeMaxM rows of A; on the swapped operands (Schedule::swap) at most kDecodeMaxM columns
+// (the caller's N becomes the decode path's M; swap_ok says the rest).
+bool decode_ok(const Params& p, bool swap);
 // Whether the direct path takes these operands with family f: W stored (N, K) (trans_b = T);
 // bf16 A and W multiplied as bf16 pairs (direct_pairs), or else the fp32 route: fp32 W read in
 // place, other W converted to fp32 a tile at a time (direct_converts), A converted to fp32 in

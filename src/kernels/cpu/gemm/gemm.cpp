@@ -781,10 +781,10 @@ void check(const Params& p, bool fused) {
   if ((s.threads_m == 0) != (s.threads_n == 0)) fail("threads_m and threads_n: set both or none");
   if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
   if (p.m == 0 || p.n == 0) return;
-  if (s.path == Path::decode && !s.swap && (p.trans_b != Trans::T || p.m > detail::kDecodeMaxM))
-    fail(fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
-  if (s.path == Path::decode && s.swap && p.n > detail::kDecodeMaxM)
-    fail(fmt::format("the decode path on swapped operands needs n <= {}", detail::kDecodeMaxM));
+  if (s.path == Path::decode && !detail::decode_ok(p, s.swap))
+    fail(s.swap
+             ? fmt::format("the decode path on swapped operands needs n <= {}", detail::kDecodeMaxM)
+             : fmt::format("decode path needs trans_b = T and m <= {}", detail::kDecodeMaxM));
   const KernelFamily& fam = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
   if (s.path == Path::direct && !s.swap && !detail::direct_ok(p, fam))
     fail("direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32");
@@ -925,7 +925,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
         (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && k_ok) || k2))
       s.path = Path::direct;
-    if (s.split_k > 1 && p.trans_b == Trans::T && p.m <= detail::kDecodeMaxM) s.path = Path::decode;
+    if (s.split_k > 1 && detail::decode_ok(p, false)) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
     // of A for N columns, and the direct path A^T (M x K); the direct path on the swapped
     // operands reads A's rows in place, packs W^T (N x K) once and writes C's rows as vectors
@@ -986,7 +986,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     if (s.path == Path::packed && !s.swap && s.split_k <= 1 && b.swap_min_m > 0 && p.n >= 1 &&
         detail::swap_ok(p, f)) {
       const Params q = detail::swapped(p);
-      if (p.n < direct_lo(q) && p.n <= detail::kDecodeMaxM) {
+      if (p.n < direct_lo(q) && detail::decode_ok(p, true)) {
         s.swap = true;
         const bool pairs_k = b.direct_min_m_k2 > 0 && !detail::direct_converts(q, f) &&
                              detail::direct_on_k_pairs(q, f) && q.m >= b.direct_min_m_k2;
