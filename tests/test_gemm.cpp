@@ -762,6 +762,42 @@ detail::DecodeArgs decode_args(const float* a, std::int64_t m, std::int64_t k, c
   g.panel_bytes = panel_bytes;
   return g;
 }
+
+// Exact small integers for the panel kernel's tests: A (rows x k) and W (n x k), as fp32 and as
+// bf16 (the same values).
+struct PanelInputs {
+  std::vector<float> a, w;
+  std::vector<std::uint16_t> a16, w16;
+};
+PanelInputs panel_inputs(std::int64_t rows, std::int64_t n, std::int64_t k) {
+  PanelInputs in{std::vector<float>(rows * k), std::vector<float>(n * k),
+                 std::vector<std::uint16_t>(rows * k), std::vector<std::uint16_t>(n * k)};
+  for (std::int64_t i = 0; i < rows * k; ++i) {
+    in.a[i] = static_cast<float>(i % 7) - 3;
+    in.a16[i] = f32_to_bf16(in.a[i]);
+  }
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    in.w[i] = static_cast<float>(i % 5) - 2;
+    in.w16[i] = f32_to_bf16(in.w[i]);
+  }
+  return in;
+}
+
+// The panel kernel called directly on A's first m rows - fp32 W (decode_avx512) or bf16 x bf16
+// as pairs (decode_bf16_pairs_avx512bf16) - bit for bit against ref (exact_products).
+void check_panel(const PanelInputs& in, std::int64_t m, std::int64_t n, std::int64_t k, bool bf16,
+                 int stages, std::int64_t panel_bytes, const std::vector<float>& ref) {
+  std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
+  std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
+  detail::DecodeArgs g =
+      decode_args(in.a.data(), m, k, bf16 ? static_cast<const void*>(in.w16.data()) : in.w.data(),
+                  bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages, panel_bytes);
+  g.a16 = in.a16.data(), g.lda16 = k;
+  (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
+  for (std::int64_t i = 0; i < m * n; ++i)
+    ASSERT_EQ(out[i], ref[i]) << "bf16 " << bf16 << " m " << m << " stages " << stages
+                              << " panel bytes " << panel_bytes << " at " << i;
+}
 }  // namespace
 
 // The panel kernel called directly with every chunk size a CPU may get (decode_panel_bytes:
@@ -777,35 +813,14 @@ TEST(Gemm, PanelChunkSizes) {
     EXPECT_EQ(pb, std::max<std::int64_t>(detail::cpu_info().l1d_bytes / 4 / 4096 * 4096, 8192));
   }
   const std::int64_t m = 8, n = 7, k = 2100;
-  std::vector<float> a(m * k);
-  std::vector<std::uint16_t> a16(m * k), w16(n * k);
-  std::vector<float> w(n * k);
-  for (std::int64_t i = 0; i < m * k; ++i) {
-    a[i] = static_cast<float>(i % 7) - 3;
-    a16[i] = f32_to_bf16(a[i]);
-  }
-  for (std::int64_t i = 0; i < n * k; ++i) {
-    w[i] = static_cast<float>(i % 5) - 2;
-    w16[i] = f32_to_bf16(w[i]);
-  }
-  const std::vector<float> ref = exact_products(a, w, m, n, k);
+  const PanelInputs in = panel_inputs(m, n, k);
+  const std::vector<float> ref = exact_products(in.a, in.w, m, n, k);
   const bool pairs = detail::cpu_info().avx512_bf16;
   for (const bool bf16 : {false, true}) {
     if (bf16 && !pairs) continue;
     for (const std::int64_t bytes : {std::int64_t{0}, std::int64_t{8192}, std::int64_t{16384},
                                      std::int64_t{24576}, std::int64_t{32768}, std::int64_t{65536}})
-      for (int stages : {1, 2}) {
-        std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
-        std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
-        detail::DecodeArgs g =
-            decode_args(a.data(), m, k, bf16 ? static_cast<const void*>(w16.data()) : w.data(),
-                        bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages, bytes);
-        g.a16 = a16.data(), g.lda16 = k;
-        (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
-        for (std::int64_t i = 0; i < m * n; ++i)
-          ASSERT_EQ(out[i], ref[i])
-              << "bf16 " << bf16 << " bytes " << bytes << " stages " << stages << " at " << i;
-      }
+      for (int stages : {1, 2}) check_panel(in, m, n, k, bf16, stages, bytes, ref);
   }
 }
 
@@ -855,31 +870,11 @@ TEST(Gemm, PanelRowGroupsAndSpans) {
     const std::int64_t step = bf16 ? 32 : 16, a_bytes = bf16 ? 2 : 4;
     const std::int64_t span = detail::kDecodePanelWideBytes / (8 * step * a_bytes) * step;
     const std::int64_t k = span + 3 * step + 7;
-    std::vector<float> a(8 * k), w(n * k);
-    std::vector<std::uint16_t> a16(8 * k), w16(n * k);
-    for (std::int64_t i = 0; i < 8 * k; ++i) {
-      a[i] = static_cast<float>(i % 7) - 3;
-      a16[i] = f32_to_bf16(a[i]);
-    }
-    for (std::int64_t i = 0; i < n * k; ++i) {
-      w[i] = static_cast<float>(i % 5) - 2;
-      w16[i] = f32_to_bf16(w[i]);
-    }
+    const PanelInputs in = panel_inputs(8, n, k);
     for (const std::int64_t m : {std::int64_t{5}, std::int64_t{8}}) {
-      const std::vector<float> ref = exact_products(a, w, m, n, k);  // A's first m rows
-      for (int stages : {1, 2}) {
-        std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
-        std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
-        detail::DecodeArgs g =
-            decode_args(a.data(), m, k, bf16 ? static_cast<const void*>(w16.data()) : w.data(),
-                        bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages,
-                        detail::decode_panel_bytes());
-        g.a16 = a16.data(), g.lda16 = k;
-        (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
-        for (std::int64_t i = 0; i < m * n; ++i)
-          ASSERT_EQ(out[i], ref[i])
-              << "bf16 " << bf16 << " m " << m << " stages " << stages << " at " << i;
-      }
+      const std::vector<float> ref = exact_products(in.a, in.w, m, n, k);  // A's first m rows
+      for (int stages : {1, 2})
+        check_panel(in, m, n, k, bf16, stages, detail::decode_panel_bytes(), ref);
     }
   }
 }
