@@ -60,16 +60,18 @@ CpuInfo probe_cpu() {
 }
 
 // Kernel families, best first (the per-ISA pieces live in ukernels/<isa>/).
+// clang-format off
 const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
      decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16,
-     sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2},
+     sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2, true},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
      decode_scalar, 1, nullptr, nullptr, nullptr, nullptr, sgemm_direct_scalar_4x8, 4, 8, 8},
 }};
+// clang-format on
 
 // The per-CPU block-size table. A row matches a vendor and family (0 = any); the first match
 // for the kernel family wins, so generic rows come last. Figures from bench_gemm sweeps

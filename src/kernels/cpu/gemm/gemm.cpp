@@ -691,14 +691,16 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const bool conv = detail::direct_converts(p, f);
   const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
   float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
-  // 16-bit C. With K in one block and pr.ct the kernel rounds each sum into C itself (round16
-  // from an fp32 tile: batched 8 x (2048 x 512 x 128) bf16 spent a tenth of its time there;
-  // 1.03-1.13x). Otherwise an fp32 tile of the block (with pr.ct its rows are the caller's rows
-  // [n0, n1)), rounded once at the end: without pr.ct the kernel's write of C^T is a scalar one,
-  // to 16 bits 0.67-0.72x on 128 x 32768 x 512 bf16, and rounding the tile in strips of 96
-  // columns as they are done was level with the whole tile.
+  // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's
+  // rows from registers: with pr.ct (round16 from an fp32 tile: batched 8 x (2048 x 512 x 128)
+  // bf16 spent a tenth of its time there; 1.03-1.13x), and without it on the families whose
+  // kernel transposes its sums in registers (direct_writes_rows; Zen 4, 2 threads, cold: bf16
+  // 128 x 32768 x 512 1.09-1.13x, 64 x 2112 x 7168 1.07-1.09x). Otherwise an fp32 tile of the
+  // block (with pr.ct its rows are the caller's rows [n0, n1)), rounded once at the end: a
+  // scalar write of C^T to 16 bits was 0.67-0.72x on 128 x 32768 x 512 bf16, and rounding the
+  // tile in strips of 96 columns as they are done was level with the whole tile.
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
-  const bool staged = to16 && !(ct && p.k <= KC);
+  const bool staged = to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= KC);
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
   void* out = staged ? workspace().c_tile.get(mb * nb) : p.c;
   const DType out_type = staged ? DType::f32 : p.c_type;

@@ -109,6 +109,13 @@ struct CFetch {
 };
 }  // namespace
 
+// Traits whose store_cols writes R columns of C's rows from R vectors of sums (S::kColsMax).
+template <class S, int R>
+concept StoresCols = requires {
+  S::kColsMax;
+}
+&&R <= S::kColsMax;
+
 template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
@@ -193,6 +200,23 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
       }
     }
     return;
+  }
+  if constexpr (StoresCols<S, R>) {  // C's rows from registers, a vector of rows at a time
+    if (!ct) {
+      const bool c16 = c_type != DType::f32;
+      const std::int64_t es = c16 ? 2 : 4;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        if (v * S::kLanes >= m) break;
+        V x[R];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) x[r] = acc[0][r][v];
+        S::template store_cols<R>(x, rows, std::min(S::kLanes, m - v * S::kLanes), alpha, beta,
+                                  static_cast<char*>(c) + v * S::kLanes * ldc * es, ldc, c16,
+                                  c_type == DType::bf16);
+      }
+      return;
+    }
   }
   alignas(64) float t[R][P];
 #pragma GCC unroll 16

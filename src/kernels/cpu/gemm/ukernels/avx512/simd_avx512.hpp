@@ -51,7 +51,7 @@ struct Avx512 {
     return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
               : _mm512_cvtph_ps(h);
   }
-  static void store16(bool bf, std::uint16_t* p, V v) {
+  static __m256i round16(bool bf, V v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i hi = _mm512_srli_epi32(u, 16);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(
@@ -68,7 +68,82 @@ struct Avx512 {
                                 _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0x8000)),
                                                 _mm512_set1_epi32(0x7e00)));
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+    return _mm512_cvtepi32_epi16(r);
+  }
+  static void store16(bool bf, std::uint16_t* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), round16(bf, v));
+  }
+  // The direct kernel's write of C not transposed (simd_direct): lane i of x[r] is C(i, r) for
+  // r < rows (<= R <= kColsMax) and i < lanes; C(i, r) = alpha * x[r][i] (+ beta * C(i, r), as
+  // direct_write computes it), 16-bit C (c16; bf16 when bf) rounded as store16. The vectors are
+  // transposed in registers (8 x 16 -> 16 rows of 8: 24 shuffles), two rows of C to a register,
+  // each written with a masked store - a row's values are contiguous in C - instead of the 6 x
+  // 16 scalar stores of direct_write.
+  static constexpr int kColsMax = 8;
+  template <int R>
+  static __attribute__((always_inline)) void store_cols(const V (&x)[R], int rows, int lanes,
+                                                        float alpha, float beta, void* c,
+                                                        std::int64_t ldc, bool c16, bool bf) {
+    static_assert(R <= kColsMax, "eight columns of C per transposed row");
+    V y[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) y[r] = r < R ? x[r] : zero();
+    // Per 128-bit chunk j: t[2q] = {y[2q][4j], y[2q+1][4j], y[2q][4j+1], y[2q+1][4j+1]}, t[2q+1]
+    // the same of lanes 4j+2, 4j+3.
+    V t[8];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      t[2 * q] = _mm512_unpacklo_ps(y[2 * q], y[2 * q + 1]);
+      t[2 * q + 1] = _mm512_unpackhi_ps(y[2 * q], y[2 * q + 1]);
+    }
+    // u[e] (e < 4): chunk j holds row 4j + e's columns 0-3; u[4 + e] its columns 4-7.
+    const V u[8] = {_mm512_shuffle_ps(t[0], t[2], 0x44), _mm512_shuffle_ps(t[0], t[2], 0xee),
+                    _mm512_shuffle_ps(t[1], t[3], 0x44), _mm512_shuffle_ps(t[1], t[3], 0xee),
+                    _mm512_shuffle_ps(t[4], t[6], 0x44), _mm512_shuffle_ps(t[4], t[6], 0xee),
+                    _mm512_shuffle_ps(t[5], t[7], 0x44), _mm512_shuffle_ps(t[5], t[7], 0xee)};
+    // Rows e and 4 + e (chunks 0, 1), 8 + e and 12 + e (chunks 2, 3), eight columns each.
+    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+    const __m512i hi =
+        _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+    const auto cols = static_cast<__mmask16>((1u << rows) - 1);
+    const V va = set1(alpha), vb = set1(beta);
+    // Row b's store is the register's upper half written 8 values before the row (masked
+    // lanes are neither read nor written, nor fault).
+    const auto es = static_cast<std::uintptr_t>(c16 ? 2 : 4);
+    auto at = [&](int row, int back) {
+      return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(c) +
+                                     (static_cast<std::uintptr_t>(row * ldc) - back) * es);
+    };
+    auto put = [&](V z, int a, int b) __attribute__((always_inline)) {
+      const __mmask16 ma = a < lanes ? cols : 0;
+      const __mmask16 mb = b < lanes ? static_cast<__mmask16>(cols << 8) : 0;
+      if ((ma | mb) == 0) return;
+      V v = mul(va, z);
+      void *pa = at(a, 0), *pb = at(b, 8);
+      if (!c16) {
+        if (beta != 0.0f) {
+          const V old = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(ma, pa), mb, pb);
+          v = beta == 1.0f ? add(old, v) : fma(vb, old, v);
+        }
+        _mm512_mask_storeu_ps(pa, ma, v);
+        _mm512_mask_storeu_ps(pb, mb, v);
+        return;
+      }
+      if (beta != 0.0f) {
+        const __m256i h = _mm256_mask_loadu_epi16(_mm256_maskz_loadu_epi16(ma, pa), mb, pb);
+        const V old = bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                         : _mm512_cvtph_ps(h);
+        v = fma(vb, old, v);
+      }
+      const __m256i h = round16(bf, v);
+      _mm256_mask_storeu_epi16(pa, ma, h);
+      _mm256_mask_storeu_epi16(pb, mb, h);
+    };
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {
+      put(_mm512_permutex2var_ps(u[e], lo, u[4 + e]), e, 4 + e);
+      put(_mm512_permutex2var_ps(u[e], hi, u[4 + e]), 8 + e, 12 + e);
+    }
   }
   // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree: 128-bit chunks
   // of pairs folded twice, then the four lanes of each chunk.
