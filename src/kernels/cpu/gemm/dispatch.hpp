@@ -39,9 +39,9 @@ struct KernelFamily {
   // (simd_direct_k2: A^T with two consecutive k of a row in each pair of lanes); nullptr: none,
   // such panels take `direct`.
   DirectKernel direct_k2 = nullptr;
-  // `direct` and `direct_bf16` write C's rows (not transposed) from registers, 16-bit C rounded
-  // there too (simd_direct's store_cols): a product whose K is one block needs no fp32 tile of
-  // C. false: their write of C is direct_write's scalar one, and 16-bit C goes through a tile.
+  // `direct` and `direct_bf16` write 16-bit C's rows (not transposed) from registers, rounded
+  // there (simd_direct's store_cols with S::kCols16): a product whose K is one block needs no
+  // fp32 tile of C. false: 16-bit C goes through an fp32 tile.
   bool direct_writes_rows = false;
 };
 

@@ -109,7 +109,8 @@ struct CFetch {
 };
 }  // namespace
 
-// Traits whose store_cols writes R columns of C's rows from R vectors of sums (S::kColsMax).
+// Traits whose store_cols writes R columns of C's rows from R vectors of sums (S::kColsMax),
+// fp32 C or, with S::kCols16, 16-bit C too.
 template <class S, int R>
 concept StoresCols = requires {
   S::kColsMax;
@@ -202,7 +203,7 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
     return;
   }
   if constexpr (StoresCols<S, R>) {  // C's rows from registers, a vector of rows at a time
-    if (!ct) {
+    if (!ct && (c_type == DType::f32 || S::kCols16)) {
       const bool c16 = c_type != DType::f32;
       const std::int64_t es = c16 ? 2 : 4;
 #pragma GCC unroll 8

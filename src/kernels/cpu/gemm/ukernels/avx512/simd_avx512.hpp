@@ -80,6 +80,7 @@ struct Avx512 {
   // each written with a masked store - a row's values are contiguous in C - instead of the 6 x
   // 16 scalar stores of direct_write.
   static constexpr int kColsMax = 8;
+  static constexpr bool kCols16 = true;
   template <int R>
   static __attribute__((always_inline)) void store_cols(const V (&x)[R], int rows, int lanes,
                                                         float alpha, float beta, void* c,
