@@ -177,7 +177,12 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   if (ct && m == P && c_type != DType::f32) {  // whole rows of 16-bit C, as direct_write
     const bool bf = c_type == DType::bf16;
     const V va = S::set1(alpha), vb = S::set1(beta);
-    for (int r = 0; r < rows; ++r) {
+    // r runs to the constant R (and stops at rows): a loop to `rows` indexed the accumulators
+    // at run time, and GCC kept all of them on the stack for it (batched 8 x (2048x512x128)
+    // bf16: the epilogue's multiplies read their sums from memory).
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (r >= rows) break;
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
         std::uint16_t* cv = static_cast<std::uint16_t*>(c) + r * ldc + v * S::kLanes;
@@ -190,7 +195,9 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   }
   if (ct && m == P) {  // whole rows of C: vectors, the same operations lane by lane
     const V va = S::set1(alpha), vb = S::set1(beta);
-    for (int r = 0; r < rows; ++r) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (r >= rows) break;
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
         float* cv = static_cast<float*>(c) + r * ldc + v * S::kLanes;
