@@ -1150,8 +1150,9 @@ TEST(Gemm, DeepKBlocksDefaultSchedule) {
 // its tile (the narrow last panel: C's last 36 columns); on the plain ones (AVX-512) from its
 // registers transposed, rows of C of six columns (four in the last W tile) and the narrow last
 // panel's 11 rows. Against the same product into fp32 C (exact integer sums) rounded here by
-// dtype.hpp's routines, alpha and beta, fp32 and bf16 operands, every family, 1 and 2 threads;
-// C's padding and the guards untouched.
+// dtype.hpp's routines, alpha and beta (old C with NaN, infinities and denormals; alpha making
+// sums denormal or infinite), fp32 and bf16 operands, every family, 1 and 2 threads; C's padding
+// and the guards untouched.
 TEST(Gemm, SixteenBitCRoundedByTheDirectKernel) {
   const std::int64_t m = 75, n = 100, k = 40, ldc = n + 5;  // m: 12 W tiles and 3 rows (R = 6)
   std::mt19937 g(11);
@@ -1171,53 +1172,61 @@ TEST(Gemm, SixteenBitCRoundedByTheDirectKernel) {
       for (DType in : {DType::f32, DType::bf16})
         for (DType t : {DType::bf16, DType::f16})
           for (int threads : {1, 2})
-            for (float beta : {0.0f, 1.0f, 0.5f}) {
-              const std::vector<std::uint16_t> a16 = stored(a, in), w16 = stored(w, in);
-              Params p;
-              p.a = in == DType::f32 ? static_cast<const void*>(a.data()) : a16.data();
-              p.b = in == DType::f32 ? static_cast<const void*>(w.data()) : w16.data();
-              p.a_type = p.b_type = in;
-              p.trans_b = Trans::T;
-              p.m = m, p.n = n, p.k = k;
-              p.threads = threads;
-              p.schedule.isa = isa;
-              p.schedule.path = Path::direct;
-              p.schedule.swap = swap;
-              std::vector<float> sums(static_cast<std::size_t>(m * n));
-              p.c = sums.data();
-              gemm(p);
-              constexpr std::int64_t guard = 16;
-              std::vector<std::uint16_t> c(static_cast<std::size_t>(m * ldc + 2 * guard));
-              for (auto& x : c) x = static_cast<std::uint16_t>(g() & 0xbfff);  // no NaN in old C
-              const std::vector<std::uint16_t> old = c;
-              p.c = c.data() + guard;
-              p.c_type = t;
-              p.ldc = ldc;
-              p.alpha = -0.75f;
-              p.beta = beta;
-              gemm(p);
-              const bool bf = t == DType::bf16;
-              for (std::int64_t i = 0; i < m; ++i)
-                for (std::int64_t j = 0; j < ldc; ++j) {
-                  const auto at = static_cast<std::size_t>(guard + i * ldc + j);
-                  std::uint16_t want = old[at];  // padding columns untouched
-                  if (j < n) {
-                    const float ab = p.alpha * sums[static_cast<std::size_t>(i * n + j)];
-                    const float o = bf ? bf16_to_f32(old[at]) : f16_to_f32(old[at]);
-                    const float v = beta != 0.0f ? std::fma(beta, o, ab) : ab;
-                    want = bf ? f32_to_bf16(v) : f32_to_f16(v);
+            for (float beta : {0.0f, 1.0f, 0.5f})
+              for (float alpha : {-0.75f, 0x1p-133f, 0x1p120f}) {
+                const std::vector<std::uint16_t> a16 = stored(a, in), w16 = stored(w, in);
+                Params p;
+                p.a = in == DType::f32 ? static_cast<const void*>(a.data()) : a16.data();
+                p.b = in == DType::f32 ? static_cast<const void*>(w.data()) : w16.data();
+                p.a_type = p.b_type = in;
+                p.trans_b = Trans::T;
+                p.m = m, p.n = n, p.k = k;
+                p.threads = threads;
+                p.schedule.isa = isa;
+                p.schedule.path = Path::direct;
+                p.schedule.swap = swap;
+                std::vector<float> sums(static_cast<std::size_t>(m * n));
+                p.c = sums.data();
+                gemm(p);
+                constexpr std::int64_t guard = 16;
+                std::vector<std::uint16_t> c(static_cast<std::size_t>(m * ldc + 2 * guard));
+                // Old C: finite values up to 4, and an eighth of NaN, infinities and denormals
+                const bool bf = t == DType::bf16;
+                const std::uint16_t special[4] = {static_cast<std::uint16_t>(bf ? 0x7fc1 : 0x7e01),
+                                                  static_cast<std::uint16_t>(bf ? 0xff80 : 0xfc00),
+                                                  0x0003, 0x8001};
+                for (auto& x : c)
+                  x = g() % 8 == 0 ? special[g() % 4] : static_cast<std::uint16_t>(g() & 0xbfff);
+                const std::vector<std::uint16_t> old = c;
+                p.c = c.data() + guard;
+                p.c_type = t;
+                p.ldc = ldc;
+                // alpha 2^-133: sums below 2^7 give fp32 denormals (AVX512-BF16 converts those
+                // as zero: the kernel must not); 2^120: sums from 2^8 overflow to infinity.
+                p.alpha = alpha;
+                p.beta = beta;
+                gemm(p);
+                for (std::int64_t i = 0; i < m; ++i)
+                  for (std::int64_t j = 0; j < ldc; ++j) {
+                    const auto at = static_cast<std::size_t>(guard + i * ldc + j);
+                    std::uint16_t want = old[at];  // padding columns untouched
+                    if (j < n) {
+                      const float ab = p.alpha * sums[static_cast<std::size_t>(i * n + j)];
+                      const float o = bf ? bf16_to_f32(old[at]) : f16_to_f32(old[at]);
+                      const float v = beta != 0.0f ? std::fma(beta, o, ab) : ab;
+                      want = bf ? f32_to_bf16(v) : f32_to_f16(v);
+                    }
+                    ASSERT_EQ(c[at], want)
+                        << (swap ? "swapped " : "") << isa_name(isa) << " " << dtype_name(in)
+                        << " -> " << dtype_name(t) << " threads " << threads << " beta " << beta
+                        << " alpha " << alpha << " C[" << i << "," << j << "]";
                   }
-                  ASSERT_EQ(c[at], want)
-                      << (swap ? "swapped " : "") << isa_name(isa) << " " << dtype_name(in)
-                      << " -> " << dtype_name(t) << " threads " << threads << " beta " << beta
-                      << " C[" << i << "," << j << "]";
+                for (std::int64_t q = 0; q < guard; ++q) {
+                  ASSERT_EQ(c[static_cast<std::size_t>(q)], old[static_cast<std::size_t>(q)]);
+                  ASSERT_EQ(c[c.size() - 1 - static_cast<std::size_t>(q)],
+                            old[old.size() - 1 - static_cast<std::size_t>(q)]);
                 }
-              for (std::int64_t q = 0; q < guard; ++q) {
-                ASSERT_EQ(c[static_cast<std::size_t>(q)], old[static_cast<std::size_t>(q)]);
-                ASSERT_EQ(c[c.size() - 1 - static_cast<std::size_t>(q)],
-                          old[old.size() - 1 - static_cast<std::size_t>(q)]);
               }
-            }
 }
 
 TEST(Gemm, EmptyAndKZero) {

@@ -219,9 +219,9 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
         V x[R];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) x[r] = acc[0][r][v];
-        S::template store_cols<R>(x, rows, std::min(S::kLanes, m - v * S::kLanes), alpha, beta,
-                                  static_cast<char*>(c) + v * S::kLanes * ldc * es, ldc, c16,
-                                  c_type == DType::bf16);
+        S::template store_cols<R, S>(x, rows, std::min(S::kLanes, m - v * S::kLanes), alpha, beta,
+                                     static_cast<char*>(c) + v * S::kLanes * ldc * es, ldc, c16,
+                                     c_type == DType::bf16);
       }
       return;
     }

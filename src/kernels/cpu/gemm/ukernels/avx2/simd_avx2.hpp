@@ -64,7 +64,7 @@ struct Avx2 {
   // out were level with it.
   static constexpr int kColsMax = 4;
   static constexpr bool kCols16 = false;
-  template <int R>
+  template <int R, class Self = Avx2>
   static __attribute__((always_inline)) void store_cols(const V (&x)[R], int rows, int lanes,
                                                         float alpha, float beta, void* c,
                                                         std::int64_t ldc, bool, bool) {

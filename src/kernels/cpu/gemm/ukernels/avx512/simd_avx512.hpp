@@ -81,7 +81,7 @@ struct Avx512 {
   // 16 scalar stores of direct_write.
   static constexpr int kColsMax = 8;
   static constexpr bool kCols16 = true;
-  template <int R>
+  template <int R, class Self = Avx512>  // Self: the traits whose round16 rounds 16-bit C
   static __attribute__((always_inline)) void store_cols(const V (&x)[R], int rows, int lanes,
                                                         float alpha, float beta, void* c,
                                                         std::int64_t ldc, bool c16, bool bf) {
@@ -136,7 +136,7 @@ struct Avx512 {
                          : _mm512_cvtph_ps(h);
         v = fma(vb, old, v);
       }
-      const __m256i h = round16(bf, v);
+      const __m256i h = Self::round16(bf, v);
       _mm256_mask_storeu_epi16(pa, ma, h);
       _mm256_mask_storeu_epi16(pb, mb, h);
     };
