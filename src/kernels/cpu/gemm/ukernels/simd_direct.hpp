@@ -3,9 +3,11 @@
 // with the R x NV accumulators in registers. Each k step loads NV vectors of the packed A^T
 // panel (L2) and broadcasts one value of each of the R rows of W where W is stored (the rows
 // stay in L1 while every panel of A passes), so W is read once from memory and never packed.
-// The sums are C transposed (lanes run along M): they leave through a small tile in L1 - or,
-// where the caller's C is this product's transpose (`ct`: the direct path run on the swapped
-// operands, Schedule::swap), straight from the registers as rows of C.
+// The sums are C transposed (lanes run along M): where the traits have store_cols they are
+// transposed in registers and leave as rows of C (S::kCols16: 16-bit C too), otherwise through
+// a small tile in L1 (direct_write); where the caller's C is this product's transpose (`ct`: the
+// direct path run on the swapped operands, Schedule::swap), straight from the registers as rows
+// of C.
 // On bf16 pairs (S::dot = vdpbf16ps) the "floats" are 32-bit words, two bf16 of consecutive k
 // each, k counts pairs and ldw is in words: W's bf16 rows already are rows of pairs.
 // simd_direct_any takes panels of any width up to NV vectors (the tail of M: a 64-row kernel
