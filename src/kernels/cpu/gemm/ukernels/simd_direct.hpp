@@ -114,10 +114,7 @@ struct CFetch {
 // Traits whose store_cols writes R columns of C's rows from R vectors of sums (S::kColsMax),
 // fp32 C or, with S::kCols16, 16-bit C too.
 template <class S, int R>
-concept StoresCols = requires {
-  S::kColsMax;
-}
-&&R <= S::kColsMax;
+concept StoresCols = (R <= S::kColsMax);  // false where S has no kColsMax
 
 template <class S, int R, int NV>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
