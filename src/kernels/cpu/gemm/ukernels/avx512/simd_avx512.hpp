@@ -47,9 +47,12 @@ struct Avx512 {
   // dtype.hpp's scalar conversions round (bf16 by integer round to nearest even, fp16 by
   // vcvtps2ph; a NaN lane as they set it), bit for bit.
   static V load16(bool bf, const std::uint16_t* p) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-              : _mm512_cvtph_ps(h);
+    return widen16(bf, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static V widen16(bool bf, __m256i h) { return bf ? bf16_widen(h) : _mm512_cvtph_ps(h); }
+  // 16 bf16 values (loaded, or masked loads) as fp32: each shifted into the high half.
+  static V bf16_widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
   static __m256i round16(bool bf, V v) {
     const __m512i u = _mm512_castps_si512(v);
@@ -132,9 +135,7 @@ struct Avx512 {
       }
       if (beta != 0.0f) {
         const __m256i h = _mm256_mask_loadu_epi16(_mm256_maskz_loadu_epi16(ma, pa), mb, pb);
-        const V old = bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                         : _mm512_cvtph_ps(h);
-        v = fma(vb, old, v);
+        v = fma(vb, widen16(bf, h), v);
       }
       const __m256i h = Self::round16(bf, v);
       _mm256_mask_storeu_epi16(pa, ma, h);
@@ -192,10 +193,6 @@ struct Avx512Load : Avx512 {
   static V f32(const void* p) { return _mm512_loadu_ps(p); }
   static V bf16(const void* p) {
     return bf16_widen(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-  }
-  // 16 bf16 values (loaded, or masked loads) as fp32: each shifted into the high half.
-  static V bf16_widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
   static V f16(const void* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
