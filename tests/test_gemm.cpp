@@ -1408,6 +1408,110 @@ TEST(Gemm, DirectPath) {
   EXPECT_FALSE(detail::direct_converts(q, f));
 }
 
+// fp8 A and W on the direct path as bf16 pairs (direct_fp8_pairs: AVX512-BF16 + VBMI; the fp32
+// route elsewhere): each 128-wide K block's sums times its A scale (per row) and W scale (per 128
+// columns). M across panel widths (1, 17, 64, 65, 100, 129: a narrow last panel), N across W
+// tiles (tails of the six-row tile; a tile across two W scale blocks at 126-131), K with a short
+// last scale block (300: 128 + 128 + 44) and across KC blocks (kc 128, 256, 384, a kc of 200
+// rounded up to 256), even padding, alpha / beta, fp32 and bf16 C, 1 and 2 threads: exact on small
+// integers, random values and scales against the tolerance. A NaN code in A or W reaches only its
+// row or column. The default takes the path above the decode path's rows, its kc whole scale
+// blocks.
+TEST(Gemm, Fp8PairsDirectPath) {
+  Params q;
+  q.a_type = q.b_type = DType::fp8;
+  q.m = 128, q.n = 2112, q.k = 7168;
+  q.threads = 2;
+  const bool have =
+      isa_supported(Isa::avx512) && detail::cpu_info().avx512_bf16 && detail::cpu_info().avx512vbmi;
+  const detail::KernelFamily& f512 = detail::family(Isa::avx512);
+  EXPECT_EQ(detail::direct_fp8_pairs(q, f512), have);
+  EXPECT_EQ(detail::direct_pairs(q, f512), have);
+  EXPECT_FALSE(detail::direct_fp8_pairs(q, detail::family(Isa::avx2)));
+  if (have && detected_isa() == Isa::avx512) {
+    const Schedule s = resolve(q);
+    EXPECT_EQ(s.path, Path::direct);
+    EXPECT_EQ(s.kc % kFp8Block, 0);
+    q.m = 64;  // the decode path's rows
+    EXPECT_EQ(resolve(q).path, Path::decode);
+    q.m = 128;
+  }
+  Params odd = q;
+  odd.k = 7167;
+  EXPECT_FALSE(detail::direct_fp8_pairs(odd, f512));
+  odd.k = 7168, odd.lda = 7169;
+  EXPECT_FALSE(detail::direct_fp8_pairs(odd, f512));
+  odd.lda = 0, odd.a_type = DType::bf16;
+  EXPECT_FALSE(detail::direct_fp8_pairs(odd, f512));
+
+  struct Shape {
+    std::int64_t m, n, k;
+    int kc;
+  };
+  int i = 0;
+  for (Isa isa : isas())
+    for (const Shape& sh : std::initializer_list<Shape>{{1, 7, 128, 0},
+                                                        {17, 133, 300, 0},
+                                                        {64, 25, 1088, 256},
+                                                        {65, 140, 384, 128},
+                                                        {100, 6, 2048, 384},
+                                                        {129, 19, 260, 0},
+                                                        {200, 37, 640, 200},
+                                                        {66, 12, 2, 0}})
+      for (DType ct : {DType::f32, DType::bf16}) {
+        ++i;
+        Case c{};
+        c.isa = isa;
+        c.path = Path::direct;
+        c.at = c.bt = DType::fp8;
+        c.ct = ct;
+        c.m = sh.m, c.n = sh.n, c.k = sh.k, c.kc = sh.kc;
+        c.threads = 1 + i % 2;
+        c.stages = i % 3 == 0 ? 1 : 2;
+        c.pad = i % 3 == 1 ? 6 : 0;
+        c.alpha = i % 4 == 0 ? -0.5f : 1.0f;
+        c.beta = i % 3 == 0 ? 0.0f : (i % 3 == 1 ? 1.0f : -2.0f);
+        c.ints = true;
+        run_case(c);
+        c.ints = false;
+        run_case(c);
+      }
+  EXPECT_GT(i, 15);
+
+  const std::uint8_t half = f32_to_e4m3(0.5f);
+  for (Isa isa : isas())
+    for (std::int64_t k : {128, 320})
+      for (const bool in_a : {false, true}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " k=" + std::to_string(k) + (in_a ? " A" : " W"));
+        const std::int64_t m = 70, n = 9, kb = ceil_div(k, kFp8Block);
+        std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), half),
+            w(static_cast<std::size_t>(n * k), half);
+        (in_a ? a[static_cast<std::size_t>(66 * k + k - 3)]
+              : w[static_cast<std::size_t>(5 * k + 70 % k)]) = 0xff;
+        std::vector<float> as(static_cast<std::size_t>(m * kb), 1.0f),
+            ws(static_cast<std::size_t>(kb), 1.0f);
+        std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+        Params p;
+        p.a = a.data(), p.b = w.data(), p.c = c.data();
+        p.a_type = p.b_type = DType::fp8;
+        p.a_scale = as.data(), p.b_scale = ws.data();
+        p.m = m, p.n = n, p.k = k;
+        p.threads = 2;
+        p.schedule.isa = isa;
+        p.schedule.path = Path::direct;
+        gemm(p);
+        for (std::int64_t r = 0; r < m; ++r)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float v = c[static_cast<std::size_t>(r * n + j)];
+            if (in_a ? r == 66 : j == 5) {
+              EXPECT_TRUE(std::isnan(v)) << r << "," << j;
+            } else {
+              EXPECT_EQ(v, 0.25f * static_cast<float>(k)) << r << "," << j;
+            }
+          }
+      }
+}
+
 // The decode path on the swapped operands (few columns: A's rows streamed as the decode path's
 // W, the sums transposed into C's rows): every family, the dtypes swap takes, N from 1 to 16
 // (the rows of the decode kernels' blocks and their tails), K across the decode K tiles (and odd

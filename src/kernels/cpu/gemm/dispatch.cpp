@@ -65,7 +65,8 @@ const std::array<KernelFamily, 3> kFamilies = {{
     {Isa::avx512, "avx512_12x32", 12, 32, sgemm_avx512_12x32, convert_avx512, interleave_avx512,
      decode_avx512, 16, bgemm_avx512bf16_12x32, round16_avx512, decode_fp8_pairs_avx512vbmi,
      decode_bf16_pairs_avx512bf16, sgemm_direct_avx512_6x64, 6, 64, 16,
-     sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2, true},
+     sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2, true,
+     sgemm_direct_avx512bf16_6x64_fp8},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
      nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
@@ -272,7 +273,15 @@ bool decode_uses_scratch(const Params& p, const KernelFamily& f) {
   return decode_uses_k_tile(p, f) || decodes_panel(p, f);
 }
 
+bool direct_fp8_pairs(const Params& p, const KernelFamily& f) {
+  const CpuInfo& c = cpu_info();
+  return f.direct_fp8 != nullptr && c.avx512_bf16 && c.avx512vbmi && p.a_type == DType::fp8 &&
+         p.b_type == DType::fp8 && p.trans_a == Trans::N && p.trans_b == Trans::T && p.k % 2 == 0 &&
+         p.lda % 2 == 0 && p.ldb % 2 == 0;
+}
+
 bool direct_pairs(const Params& p, const KernelFamily& f) {
+  if (direct_fp8_pairs(p, f)) return true;
   const auto aligned4 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 4 == 0; };
   return f.direct_bf16 != nullptr && cpu_info().avx512_bf16 && p.a_type == DType::bf16 &&
          p.b_type == DType::bf16 && p.trans_a == Trans::N && p.trans_b == Trans::T &&

@@ -43,6 +43,8 @@ struct KernelFamily {
   // there (simd_direct's store_cols with S::kCols16): a product whose K is one block needs no
   // fp32 tile of C. false: 16-bit C goes through an fp32 tile.
   bool direct_writes_rows = false;
+  // `direct_bf16` with fp8 block scales (nullptr: none); see direct_pairs().
+  DirectScaledKernel direct_fp8 = nullptr;
 };
 
 // Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
@@ -155,8 +157,13 @@ bool decode_ok(const Params& p, bool swap);
 bool direct_ok(const Params& p, const KernelFamily& f);
 bool direct_converts(const Params& p, const KernelFamily& f);
 // bf16 A and W on the direct path as bf16 pairs: a family with direct_bf16 on a CPU with
-// AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W.
+// AVX512-BF16, A stored (M, K), even K and leading dimensions, 4-byte-aligned A and W; or fp8 A
+// and W (direct_fp8_pairs).
 bool direct_pairs(const Params& p, const KernelFamily& f);
+// fp8 A and W on the direct path as bf16 pairs: a family with direct_fp8 on a CPU with
+// AVX512-BF16 and VBMI (W's tiles and A^T converted by byte lookups), A stored (M, K), W (N, K),
+// even K and leading dimensions; the block scales go on each 128-wide K block's sums.
+bool direct_fp8_pairs(const Params& p, const KernelFamily& f);
 // The direct path runs the family's k-pairs kernel (direct_k2): fp32 values (not bf16 pairs)
 // and one panel of at most direct_lanes / 2 rows of A.
 bool direct_on_k_pairs(const Params& p, const KernelFamily& f);

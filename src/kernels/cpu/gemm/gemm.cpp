@@ -116,6 +116,11 @@ struct Problem {
   // ...on k pairs (direct_k2: two consecutive k of a row in each pair of lanes, A^T laid out for
   // it by pack_at) where the one panel has at most direct_lanes / 2 rows of A.
   bool k2 = false;
+  // ...or fp8 A and W as bf16 pairs (direct_fp8_pairs: the kernel direct_fp8), with A's scales
+  // per panel beside A^T: panel q's at as + q * P * ceil(K / 128), K block b's P (the panel's
+  // width) values at + b * P (DirectScales::a).
+  bool scaled = false;
+  float* as = nullptr;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
   // offset into a packed panel is halved (kw = 2).
@@ -623,6 +628,11 @@ int at_rows(const Problem& pr, std::int64_t i0) {
 std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel) {
   return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
 }
+// ...and of A's scales beside it (Problem::scaled): every panel's P values per K block.
+std::int64_t direct_as_floats(const Problem& pr) {
+  const int P = pr.fam->direct_panel;
+  return round_up(ceil_div(pr.p->m, P) * P * ceil_div(pr.p->k, kFp8Block), 16);
+}
 int at_width(const Problem& pr, int rows) {
   return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
 }
@@ -664,11 +674,30 @@ void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst)
 // `width` values at dst + k * width, zeros past the panel's rows): pack_a_panel with the panel's
 // width for MR (on bf16 pairs, words of two bf16 of consecutive k; k0 and k1 even;
 // the k-pairs panel by pack_at_k2).
+// With pr.scaled also the panel's A scales of the K blocks in [k0, k1) (k0 a multiple of 128).
 void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
   if (pr.k2) return pack_at_k2(pr, k0, k1, dst);
   const int rows = at_rows(pr, i0), width = at_width(pr, rows);
   pack_a_panel(pr, i0, rows, k0, k1 - k0, width, dst + k0 / pr.kw * width,
                workspace().a_conv.get(rows * (k1 - k0)));
+  if (!pr.scaled) return;
+  const int P = pr.fam->direct_panel;
+  float* as = pr.as + i0 / P * P * ceil_div(pr.p->k, kFp8Block);
+  for (std::int64_t b = k0 / kFp8Block; b < ceil_div(k1, kFp8Block); ++b)
+    for (int i = 0; i < width; ++i)
+      as[b * width + i] = i < rows ? a_scale(pr, i0 + i, b * kFp8Block) : 0.0f;
+}
+
+// fp8 W rows [j, j + rows) x K [k0, k0 + kc) as bf16 words (exact, unscaled), rows ldt words
+// apart, and their scales per K block at ws[b * R + r] (rows past `rows` repeat the last).
+void convert_w_fp8_pairs(const Problem& pr, std::int64_t j, int rows, int R, std::int64_t k0,
+                         std::int64_t kc, float* dst, std::int64_t ldt, float* ws) {
+  for (int r = 0; r < rows; ++r)
+    detail::e4m3_to_bf16_avx512vbmi(reinterpret_cast<const std::uint8_t*>(b_at(pr, k0, j + r)), kc,
+                                    pr.e4m3, reinterpret_cast<std::uint16_t*>(dst + r * ldt));
+  for (std::int64_t b = 0; b < ceil_div(kc, kFp8Block); ++b)
+    for (int r = 0; r < R; ++r)
+      ws[b * R + r] = b_scale(pr, k0 + b * kFp8Block, j + std::min(r, rows - 1));
 }
 
 // C[m0:m1, n0:n1] (m0 a multiple of the panel width): KC blocks of K outermost (the A^T block,
@@ -682,15 +711,23 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const Params& p = *pr.p;
   const KernelFamily& f = *pr.fam;
   const int R = f.direct_rows, P = f.direct_panel;
-  const std::int64_t kw = pr.kw, KC = round_up(pr.s.kc, pr.k2 ? 2 : kw), q0 = m0 / P,
-                     q1 = ceil_div(m1, P);
+  // fp8 pairs (pr.scaled): KC whole scale blocks.
+  const std::int64_t kw = pr.kw,
+                     KC = round_up(pr.s.kc, pr.k2       ? 2
+                                            : pr.scaled ? kFp8Block
+                                                        : kw),
+                     q0 = m0 / P, q1 = ceil_div(m1, P);
   const std::int64_t kwords = p.k / kw, ldw = pr.ldb / kw;
   const auto* w = static_cast<const float*>(p.b);
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
-  // (a multiple of 4 KiB apart, every row's k-th line would share one set).
-  const bool conv = detail::direct_converts(p, f);
-  const std::int64_t ldt = round_up(std::min(KC, p.k), 16) + 16;
-  float* wtile = conv ? workspace().tmp.get(R * ldt) : nullptr;
+  // (a multiple of 4 KiB apart, every row's k-th line would share one set); fp8 pairs as bf16
+  // words, with the tile's W scales after it.
+  const bool conv = detail::direct_converts(p, f), tiled = conv || pr.scaled;
+  const std::int64_t ldt = round_up(std::min(KC, p.k) / kw, 16) + 16;
+  float* wtile =
+      tiled ? workspace().tmp.get(R * ldt + R * ceil_div(std::min(KC, p.k), kFp8Block)) : nullptr;
+  float* wscale = tiled ? wtile + R * ldt : nullptr;
+  const std::int64_t kblocks = ceil_div(p.k, kFp8Block);
   // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's
   // rows from registers: with pr.ct (round16 from an fp32 tile: batched 8 x (2048 x 512 x 128)
   // bf16 spent a tenth of its time there; 1.03-1.13x), and without it on the families whose
@@ -726,8 +763,9 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         nx.bytes = std::min(KC, p.k - k0 - KC) * es;
       }
       if (conv) convert_w_rows(pr, j, rows, k0, kc, wtile, ldt);
-      const float* wt = conv ? wtile : w + j * ldw + k0 / kw;
-      const std::int64_t ld = conv ? ldt : ldw;
+      if (pr.scaled) convert_w_fp8_pairs(pr, j, rows, R, k0, kc, wtile, ldt, wscale);
+      const float* wt = tiled ? wtile : w + j * ldw + k0 / kw;
+      const std::int64_t ld = tiled ? ldt : ldw;
       const detail::DirectNext* next = nx.w != nullptr ? &nx : nullptr;
       for (std::int64_t q = q0; q < q1; ++q) {
         const int m = at_rows(pr, q * P);
@@ -735,8 +773,14 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
         void* c = static_cast<char*>(out) + (ct ? r * ldo + i : i * ldo + r) * ces;
         const float* at = pr.k2 ? pr.at + k0 / 2 * f.direct_lanes
                                 : pr.at + q * P * kwords + k0 / kw * at_width(pr, m);
-        pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct, out_type,
-                  q + 1 == q1 ? next : nullptr);
+        const detail::DirectNext* nq = q + 1 == q1 ? next : nullptr;
+        if (pr.scaled) {
+          const detail::DirectScales sc{pr.as + q * P * kblocks + k0 / kFp8Block * at_width(pr, m),
+                                        wscale, kFp8Block / 2};
+          f.direct_fp8(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct, out_type, nq, &sc);
+          continue;
+        }
+        pr.direct(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct, out_type, nq);
       }
     }
   }
@@ -906,7 +950,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     // W read in place (or converted a tile at a time) against a packed A^T: from the M where
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
-    const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;  // pairs paths
+    // fp8 x fp8 takes it as bf16 pairs (direct_fp8_pairs) above the decode path's rows; on the
+    // fp32 route (W and A^T converted with their scales) it stays packed.
+    const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;
     // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
     // operands for them, the direct path only A^T (threads split M where that divides evenly,
     // N otherwise); bf16 pairs and converted W from above their decode crossover. Zen 4, 1 and
@@ -924,7 +970,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool k_ok = words
                           ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
                           : p.k >= b.direct_min_k;
-    if (s.split_k <= 1 && detail::direct_ok(p, f) && !fp8_pair &&
+    if (s.split_k <= 1 && detail::direct_ok(p, f) && (!fp8_pair || (words && p.m > max_m)) &&
         (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && k_ok) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && detail::decode_ok(p, false)) s.path = Path::decode;
@@ -1032,7 +1078,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     const std::int64_t most =
         std::clamp<std::int64_t>(b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, cap);
     const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
-    s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), 16));
+    // fp8 pairs: whole scale blocks.
+    const std::int64_t unit = detail::direct_fp8_pairs(p, f) ? kFp8Block : 16;
+    s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), unit));
   }
   if (s.kc == 0) s.kc = b.kc;
   // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
@@ -1113,6 +1161,7 @@ Problem make_problem(const Params& p, const Schedule& s) {
              s.kc % (fp8 ? kFp8Block : 2) == 0 && (fp8 || (aligned4(p.a) && aligned4(p.b)));
   if (s.path == Path::direct) {  // A^T panels and W as words where the direct path multiplies pairs
     pr.pairs = detail::direct_pairs(p, *pr.fam);
+    pr.scaled = detail::direct_fp8_pairs(p, *pr.fam);
     pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
     // A panel of few rows of A (fp32 values): k pairs in the lanes, so that none idles.
     pr.k2 = detail::direct_on_k_pairs(p, *pr.fam);
@@ -1338,6 +1387,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         (p.a_type != DType::f32 || p.trans_a != Trans::N))
       conv += round_up(p.m * p.k, 16);
     if (pr.s.path == Path::direct) conv += direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
+    if (pr.s.path == Path::direct && pr.scaled) conv += direct_as_floats(pr);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
   float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
@@ -1385,6 +1435,10 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
           bt.packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), conv_buf + q * P * kwords});
       pr.at = conv_buf;
       conv_buf += direct_at_floats(p.m, p.k, pr.kw, P);
+      if (pr.scaled) {
+        pr.as = conv_buf;
+        conv_buf += direct_as_floats(pr);
+      }
     }
     if (pr.slices > 1) {
       pr.partial = part_buf;

@@ -129,6 +129,22 @@ using DirectKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, 
                               const float* at, int m, float alpha, float beta, void* c,
                               std::int64_t ldc, bool ct, DType c_type, const DirectNext* next);
 
+// fp8 x fp8 on the direct path (DirectScaledKernel): both operands as bf16 pairs, unscaled (e4m3
+// values are exact in bf16), and the DeepSeek block scales applied to the sums of each 128-wide
+// K block of the call - `steps` k steps (64 pairs), the last block possibly shorter:
+//   sums(i, r) = sum_b a[b * Pm + i] * w[b * R + r] * (the block's sum of products)
+// with Pm the panel's width (as the A^T panel's) and R the family's direct_rows (rows past
+// `rows` are not read); then C(i, r) = alpha * sums(i, r) + beta * C(i, r) as DirectKernel.
+struct DirectScales {
+  const float* a = nullptr;  // A's scale of row i in block b (zero past the panel's rows)
+  const float* w = nullptr;  // W's scale of row r in block b
+  std::int64_t steps = 0;
+};
+using DirectScaledKernel = void (*)(std::int64_t k, const float* w, std::int64_t ldw, int rows,
+                                    const float* at, int m, float alpha, float beta, void* c,
+                                    std::int64_t ldc, bool ct, DType c_type, const DirectNext* next,
+                                    const DirectScales* scales);
+
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
 // From this many rows of A the fp8 pairs decode converts each group of W rows once per chunk
@@ -204,6 +220,10 @@ void decode_bf16_pairs_avx512bf16(const DecodeArgs&);
 void sgemm_direct_avx512bf16_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
                                   float, float, void*, std::int64_t, bool, DType,
                                   const DirectNext*);
+// ...and with fp8 block scales (DirectScales): fp8 x fp8 converted to bf16 pairs.
+void sgemm_direct_avx512bf16_6x64_fp8(std::int64_t, const float*, std::int64_t, int, const float*,
+                                      int, float, float, void*, std::int64_t, bool, DType,
+                                      const DirectNext*, const DirectScales*);
 // bf16 pairs (AVX512-BF16): a, b hold 32-bit words, k counts pairs (see KernelFamily).
 void bgemm_avx512bf16_12x32(std::int64_t, const float*, const float*, const float*, const float*,
                             float*, std::int64_t, std::int64_t, const UkAux*);

@@ -116,12 +116,14 @@ struct CFetch {
 template <class S, int R>
 concept StoresCols = (R <= S::kColsMax);  // false where S has no kColsMax
 
-template <class S, int R, int NV>
+// Scaled: fp8 block scales on the sums (kernels.hpp, DirectScales), K in blocks of sc->steps.
+template <class S, int R, int NV, bool Scaled = false>
 inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const float* w,
                                                        std::int64_t ldw, int rows, const float* at,
                                                        int m, float alpha, float beta, void* c,
                                                        std::int64_t ldc, bool ct, DType c_type,
-                                                       const DirectNext* next) {
+                                                       const DirectNext* next,
+                                                       const DirectScales* sc = nullptr) {
   using V = typename S::V;
   constexpr int P = NV * S::kLanes;
   // With one or two vectors per W row, R x NV accumulators are fewer chains than the FMA units
@@ -151,20 +153,47 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
       for (int v = 0; v < NV; ++v) acc[h][r][v] = S::dot(b, a[v], acc[h][r][v]);
     }
   };
-  std::int64_t p = 0;
   CFetch cf(c, ldc, ct, c_type, rows, m, NV, S::kLanes, k);
-  // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
-  for (; p + 16 <= k; p += 16) {
-    if (next != nullptr && p * 4 < next->bytes) {
+  // K in one block, or (Scaled) in the scale blocks: each block's sums times its scales go onto
+  // a running sum in L1 (`run`), the last block's into the registers the write-back reads.
+  const std::int64_t block = Scaled ? sc->steps : k;
+  alignas(64) float run[Scaled ? R * P : 1];
+  for (std::int64_t p = 0, b = 0; p < k; ++b) {
+    const std::int64_t e = std::min(k, p + block);
+    // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
+    for (; p + 16 <= e; p += 16) {
+      if (next != nullptr && p * 4 < next->bytes) {
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
+        for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
+      }
+      cf.round();
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; ++q) step(p + q, q % SETS);
     }
-    cf.round();
+    for (; p < e; ++p) step(p, 0);
+    if constexpr (Scaled) {
+      const bool first = b == 0, last = e == k;
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) step(p + q, q % SETS);
+      for (int r = 0; r < R; ++r) {
+        const V ws = S::set1(sc->w[b * R + r]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+          V s = acc[0][r][v];
+          if constexpr (SETS == 2) s = S::add(s, acc[1][r][v]);
+          const V scale = S::mul(S::load(sc->a + b * P + v * S::kLanes), ws);
+          float* rv = run + r * P + v * S::kLanes;
+          if (last) {
+            acc[0][r][v] = first ? S::mul(s, scale) : S::fma(s, scale, S::load(rv));
+          } else {
+            S::store(rv, first ? S::mul(s, scale) : S::fma(s, scale, S::load(rv)));
+#pragma GCC unroll 2
+            for (int h = 0; h < SETS; ++h) acc[h][r][v] = S::zero();
+          }
+        }
+      }
+    }
   }
-  for (; p < k; ++p) step(p, 0);
-  if constexpr (SETS == 2) {
+  if constexpr (SETS == 2 && !Scaled) {
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
@@ -234,16 +263,17 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
 }
 
 // The panel holds round_up(m, kLanes) rows: the instantiation with that many vectors.
-template <class S, int R, int NV>
+template <class S, int R, int NV, bool Scaled = false>
 inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                             const float* at, int m, float alpha, float beta, void* c,
-                            std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
+                            std::int64_t ldc, bool ct, DType c_type, const DirectNext* next,
+                            const DirectScales* sc = nullptr) {
   if constexpr (NV > 1) {
     if (m <= (NV - 1) * S::kLanes)
-      return simd_direct_any<S, R, NV - 1>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type,
-                                           next);
+      return simd_direct_any<S, R, NV - 1, Scaled>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct,
+                                                   c_type, next, sc);
   }
-  simd_direct<S, R, NV>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next);
+  simd_direct<S, R, NV, Scaled>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next, sc);
 }
 
 // The direct kernel for panels of at most kLanes / 2 rows of A (8 rows of zmm), where the plain

@@ -14,4 +14,12 @@ void sgemm_direct_avx512bf16_6x64(std::int64_t k, const float* w, std::int64_t l
                                          next);
 }
 
+void sgemm_direct_avx512bf16_6x64_fp8(std::int64_t k, const float* w, std::int64_t ldw, int rows,
+                                      const float* at, int m, float alpha, float beta, void* c,
+                                      std::int64_t ldc, bool ct, DType c_type,
+                                      const DirectNext* next, const DirectScales* scales) {
+  simd_direct_any<Avx512Bf16Pairs, 6, 4, true>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct,
+                                               c_type, next, scales);
+}
+
 }  // namespace attain::gemm::detail
