@@ -1415,8 +1415,8 @@ TEST(Gemm, DirectPath) {
 // last scale block (300: 128 + 128 + 44) and across KC blocks (kc 128, 256, 384, a kc of 200
 // rounded up to 256), even padding, alpha / beta, fp32 and bf16 C, 1 and 2 threads: exact on small
 // integers, random values and scales against the tolerance. A NaN code in A or W reaches only its
-// row or column. The default takes the path above the decode path's rows, its kc whole scale
-// blocks.
+// row or column. The default takes the path from the table's direct_min_m_fp8 rows, its kc whole
+// scale blocks.
 TEST(Gemm, Fp8PairsDirectPath) {
   Params q;
   q.a_type = q.b_type = DType::fp8;
@@ -1432,7 +1432,11 @@ TEST(Gemm, Fp8PairsDirectPath) {
     const Schedule s = resolve(q);
     EXPECT_EQ(s.path, Path::direct);
     EXPECT_EQ(s.kc % kFp8Block, 0);
-    q.m = 64;  // the decode path's rows
+    // From the table's first row (or above the decode path's rows), the decode path below.
+    const int lo = detail::blocking(Isa::avx512).direct_min_m_fp8;
+    q.m = lo > 0 ? lo : detail::kDecodeMaxM + 1;
+    EXPECT_EQ(resolve(q).path, Path::direct);
+    q.m -= 1;
     EXPECT_EQ(resolve(q).path, Path::decode);
     q.m = 128;
   }
@@ -1742,10 +1746,13 @@ TEST(GemmDispatch, DirectPathRange) {
     }
   p.n = std::max(b.direct_min_n, 256);
   p.k = 1024;
-  // fp8 A and W keep their bf16-pairs paths by default.
+  // fp8 A and W: the direct path as bf16 pairs where the family and CPU have it, from the
+  // table's direct_min_m_fp8 rows (Gemm.Fp8PairsDirectPath); their other paths otherwise.
   p.a_type = p.b_type = DType::fp8;
   p.m = 64;
-  EXPECT_NE(resolve(p).path, Path::direct);
+  if (!detail::direct_fp8_pairs(p, detail::family(isa))) {
+    EXPECT_NE(resolve(p).path, Path::direct);
+  }
   p.a_type = p.b_type = DType::f32;
   p.m = 64;
   p.k = b.direct_min_k - 1;  // fp32 with a short K: not by default

@@ -152,8 +152,11 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const bool words = gemm::detail::direct_pairs(p, fam);
     const double dpeak = words && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
     const double kw = words ? 2.0 : 1.0;
-    // W of another dtype is converted a tile at a time before the tile computes.
-    const double conv = gemm::detail::direct_converts(p, fam) ? convert_s(p.b_type) * 4 : 0.0;
+    // W of another dtype is converted a tile at a time before the tile computes (fp8 pairs: to
+    // bf16 by byte lookups, as the fp8 pairs decode converts).
+    const double conv = gemm::detail::direct_converts(p, fam)    ? convert_s(p.b_type) * 4
+                        : gemm::detail::direct_fp8_pairs(p, fam) ? convert_s(p.b_type) / 3
+                                                                 : 0.0;
     // At most direct_lanes / 2 rows of A on the k-pairs kernel (direct_k2): two k in each pair of
     // lanes, half the vectors of the padded panel; the broadcasts as many (two values each, at
     // about the cost of two).

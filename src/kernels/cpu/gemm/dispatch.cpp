@@ -181,10 +181,16 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 4096) 1.10x / 1.10x; bf16 pairs 1024x4096x4096 1.05x / 1.05x; fp16 512x4096x4096 1.07x / 1.08x.
 // From M = 2048 the packed path stays (fp32 2048^3 0.99x / 0.98x, bf16 2048x4096x1024 0.97x /
 // 0.99x). The packed A^T stays within 32 MiB (resolve_with: 1024 rows up to K = 8192).
+// fp8 x fp8 on the direct path (bf16 pairs, block scales in the kernel) from M = 32, the decode
+// path below (2026-12-03, 2 threads, cold, a scratch program, direct against decode, min of 5-6:
+// M = 32 x N x K = 32 x 4096 x 7168 1.27x, 32 x 2112 x 7168 1.34x, 32 x 7168 x 2048 1.30x, 32 x
+// 24576 x 1536 1.30x, 32 x 4096 x 512 / 1024 / 1536 1.23x / 1.28x / 1.30x, 1 thread 1.11-1.19x;
+// M = 48-64 1.31-1.42x; M = 28 0.91-1.16x, 24 level, 16 0.93-1.02x, 8 0.59-0.63x).
+
 // clang-format off
 const std::array<TableRow, 6> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512, 1025, 4096, 128, 512}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512, 1025, 4096, 128, 512, 32}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},

@@ -950,8 +950,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     // W read in place (or converted a tile at a time) against a packed A^T: from the M where
     // the decode kernel stops keeping up to where packing W (a transpose of every element) is
     // paid back; ranges per route (fp32, bf16 pairs, converted W) from the table.
-    // fp8 x fp8 takes it as bf16 pairs (direct_fp8_pairs) above the decode path's rows; on the
-    // fp32 route (W and A^T converted with their scales) it stays packed.
+    // fp8 x fp8 takes it as bf16 pairs (direct_fp8_pairs) from the table's direct_min_m_fp8 rows
+    // (or above the decode path's), any K; on the fp32 route (W and A^T converted with their
+    // scales) it stays packed.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;
     // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
     // operands for them, the direct path only A^T (threads split M where that divides evenly,
@@ -970,8 +971,10 @@ Schedule resolve_with(const Params& p, int blocks) {
     const bool k_ok = words
                           ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
                           : p.k >= b.direct_min_k;
-    if (s.split_k <= 1 && detail::direct_ok(p, f) && (!fp8_pair || (words && p.m > max_m)) &&
-        (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && k_ok) || k2))
+    const bool fp8_direct =
+        fp8_pair && words && p.m >= (b.direct_min_m_fp8 > 0 ? b.direct_min_m_fp8 : max_m + 1);
+    if (s.split_k <= 1 && detail::direct_ok(p, f) && (!fp8_pair || fp8_direct) &&
+        (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && (k_ok || fp8_direct)) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && detail::decode_ok(p, false)) s.path = Path::decode;
     // Few columns against many rows (attention's N = head_dim): the packed path would pack all
