@@ -1438,7 +1438,14 @@ TEST(Gemm, Fp8PairsDirectPath) {
     EXPECT_EQ(resolve(q).path, Path::direct);
     q.m -= 1;
     EXPECT_EQ(resolve(q).path, Path::decode);
-    q.m = 128;
+    // Up to the table's direct_max_m_fp8 (or the bf16 pairs' rows) while A^T fits the bound.
+    const auto& b = detail::blocking(Isa::avx512);
+    q.m = b.direct_max_m_fp8 > 0 ? b.direct_max_m_fp8 : b.direct_max_m_pairs;
+    q.k = 2048;
+    EXPECT_EQ(resolve(q).path, Path::direct);
+    q.m += 1;
+    EXPECT_EQ(resolve(q).path, Path::packed);
+    q.m = 128, q.k = 7168;
   }
   Params odd = q;
   odd.k = 7167;
@@ -1862,7 +1869,12 @@ TEST(GemmDispatch, DirectPathRange) {
               (t == DType::f32 || k >= 128)) {
             EXPECT_TRUE(s.swap) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           }
-          EXPECT_EQ(s.path, want || m <= b.direct_max_m ? s.path : Path::packed);
+          // fp8 x fp8 up to its own last row on the direct path (Gemm.Fp8PairsDirectPath).
+          const bool fp8_direct = t == DType::fp8 &&
+                                  detail::direct_fp8_pairs(p, detail::family(isa)) &&
+                                  m <= b.direct_max_m_fp8;
+          EXPECT_EQ(s.path, want || m <= b.direct_max_m || fp8_direct ? s.path : Path::packed)
+              << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
         }
 }
 

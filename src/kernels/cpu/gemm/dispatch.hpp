@@ -103,9 +103,10 @@ struct Blocking {
   // ...and from swap_short_min_m rows (below swap_min_m) where K <= swap_short_max_k and N <= M:
   // with a short K the plain direct path's transposed tile writes outweigh its dots (0: never).
   int swap_short_min_m = 0, swap_short_max_k = 0;
-  // fp8 A and W on the direct path (direct_fp8_pairs) from this many rows of A, the decode path
-  // below; 0: from the decode path's limit (above kDecodeMaxM rows).
-  int direct_min_m_fp8 = 0;
+  // fp8 A and W on the direct path (direct_fp8_pairs) from direct_min_m_fp8 rows of A, the
+  // decode path below (0: from the decode path's limit, above kDecodeMaxM rows), up to
+  // direct_max_m_fp8 (0: direct_max_m_pairs), the packed path above.
+  int direct_min_m_fp8 = 0, direct_max_m_fp8 = 0;
 };
 
 struct CpuInfo {

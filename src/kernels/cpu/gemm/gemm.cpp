@@ -927,7 +927,10 @@ Schedule resolve_with(const Params& p, int blocks) {
   auto direct_m = [&](const Params& q, int most = 0) {
     const bool w = detail::direct_pairs(q, f), c = detail::direct_converts(q, f);
     const int lo = direct_lo(q);
-    const int hi = w ? b.direct_max_m_pairs : c ? b.direct_max_m_conv : b.direct_max_m;
+    const int hi = detail::direct_fp8_pairs(q, f) && b.direct_max_m_fp8 > 0 ? b.direct_max_m_fp8
+                   : w                                                      ? b.direct_max_m_pairs
+                   : c                                                      ? b.direct_max_m_conv
+                                                                            : b.direct_max_m;
     const std::int64_t at_bytes = 4 * direct_at_floats(q.m, q.k, w ? 2 : 1, f.direct_panel);
     return hi > 0 && q.m >= lo && q.m <= (most > 0 ? most : hi) && at_bytes <= kDirectMaxAtBytes;
   };
