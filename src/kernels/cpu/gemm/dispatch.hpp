@@ -64,7 +64,8 @@ struct Blocking {
   int direct_min_m = 0, direct_max_m = 0, direct_min_n = 0;
   int direct_min_m_pairs = 0, direct_max_m_pairs = 0;  // bf16 A and W as bf16 pairs
   // 16-bit W converted a tile at a time (fp16 W, or bf16 W without the pairs), and fp8 W with
-  // A of another dtype; fp8 A and W stay on their bf16-pairs paths by default.
+  // A of another dtype; fp8 A and W take their own range (direct_min_m_fp8 below) as bf16 pairs
+  // where the CPU has them, and stay off the direct path otherwise.
   int direct_min_m_conv = 0, direct_max_m_conv = 0;
   // ...and K >= direct_min_k on the fp32 route (a short K leaves the tile's write-back and the
   // A^T packing region unamortized; bf16 pairs take any K).
