@@ -543,6 +543,41 @@ TEST(Gemm, SmallJobOnASleepingPoolRunsAloneThenWakesIt) {
   EXPECT_EQ(pool.sleeping(), 0);
 }
 
+// fp8 A and W of 1/2 with one NaN code (0xff): in A's row `row`, or in W's row 5; that row or
+// column of C is NaN, every other value exactly 1/2 * 1/2 * k (scales 1).
+void fp8_nan_code_case(Isa isa, Path path, std::int64_t m, std::int64_t k, bool in_a,
+                       std::int64_t row, int threads) {
+  SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) +
+               " m=" + std::to_string(m) + " k=" + std::to_string(k) + (in_a ? " A" : " W"));
+  const std::uint8_t half = f32_to_e4m3(0.5f);
+  const std::int64_t n = 9, kb = ceil_div(k, kFp8Block);
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), half),
+      w(static_cast<std::size_t>(n * k), half);
+  (in_a ? a[static_cast<std::size_t>(row * k + k - 3)]
+        : w[static_cast<std::size_t>(5 * k + 70 % k)]) = 0xff;
+  std::vector<float> as(static_cast<std::size_t>(m * kb), 1.0f),
+      ws(static_cast<std::size_t>(kb), 1.0f);
+  std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
+  Params p;
+  p.a = a.data(), p.b = w.data(), p.c = c.data();
+  p.a_type = p.b_type = DType::fp8;
+  p.a_scale = as.data(), p.b_scale = ws.data();
+  p.m = m, p.n = n, p.k = k;
+  p.threads = threads;
+  p.schedule.isa = isa;
+  p.schedule.path = path;
+  gemm(p);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float v = c[static_cast<std::size_t>(i * n + j)];
+      if (in_a ? i == row : j == 5) {
+        EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+      } else {
+        EXPECT_EQ(v, 0.25f * static_cast<float>(k)) << i << "," << j;
+      }
+    }
+}
+
 TEST(Gemm, Fp8PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::fp8;
@@ -575,34 +610,9 @@ TEST(Gemm, Fp8PairsDecode) {
       run_case(c);
     }
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
-  const std::uint8_t half = f32_to_e4m3(0.5f);
   for (std::int64_t k : {64, 320})
-    for (const bool in_a : {false, true}) {
-      const std::int64_t m = 3, n = 9, kb = ceil_div(k, kFp8Block);
-      std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), half),
-          w(static_cast<std::size_t>(n * k), half);
-      (in_a ? a[static_cast<std::size_t>(1 * k + k - 3)]
-            : w[static_cast<std::size_t>(5 * k + 70 % k)]) = 0xff;
-      std::vector<float> as(static_cast<std::size_t>(m * kb), 1.0f),
-          ws(static_cast<std::size_t>(kb), 1.0f);
-      std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
-      Params p;
-      p.a = a.data(), p.b = w.data(), p.c = c.data();
-      p.a_type = p.b_type = DType::fp8;
-      p.a_scale = as.data(), p.b_scale = ws.data();
-      p.m = m, p.n = n, p.k = k;
-      p.schedule.path = Path::decode;
-      gemm(p);
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-          const float v = c[static_cast<std::size_t>(i * n + j)];
-          if (in_a ? i == 1 : j == 5) {
-            EXPECT_TRUE(std::isnan(v)) << k << " " << in_a << " " << i << "," << j;
-          } else {
-            EXPECT_EQ(v, 0.25f * static_cast<float>(k)) << k << " " << in_a << " " << i << "," << j;
-          }
-        }
-    }
+    for (const bool in_a : {false, true})
+      fp8_nan_code_case(Isa::automatic, Path::decode, 3, k, in_a, 1, 1);
 }
 
 // bf16 A and W on the decode path as bf16 pairs (AVX512-BF16 CPUs): rows of A in blocks of
@@ -1489,38 +1499,11 @@ TEST(Gemm, Fp8PairsDirectPath) {
       }
   EXPECT_GT(i, 15);
 
-  const std::uint8_t half = f32_to_e4m3(0.5f);
+  // Row 66: A's second panel.
   for (Isa isa : isas())
     for (std::int64_t k : {128, 320})
-      for (const bool in_a : {false, true}) {
-        SCOPED_TRACE(std::string(isa_name(isa)) + " k=" + std::to_string(k) + (in_a ? " A" : " W"));
-        const std::int64_t m = 70, n = 9, kb = ceil_div(k, kFp8Block);
-        std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k), half),
-            w(static_cast<std::size_t>(n * k), half);
-        (in_a ? a[static_cast<std::size_t>(66 * k + k - 3)]
-              : w[static_cast<std::size_t>(5 * k + 70 % k)]) = 0xff;
-        std::vector<float> as(static_cast<std::size_t>(m * kb), 1.0f),
-            ws(static_cast<std::size_t>(kb), 1.0f);
-        std::vector<float> c(static_cast<std::size_t>(m * n), -1.0f);
-        Params p;
-        p.a = a.data(), p.b = w.data(), p.c = c.data();
-        p.a_type = p.b_type = DType::fp8;
-        p.a_scale = as.data(), p.b_scale = ws.data();
-        p.m = m, p.n = n, p.k = k;
-        p.threads = 2;
-        p.schedule.isa = isa;
-        p.schedule.path = Path::direct;
-        gemm(p);
-        for (std::int64_t r = 0; r < m; ++r)
-          for (std::int64_t j = 0; j < n; ++j) {
-            const float v = c[static_cast<std::size_t>(r * n + j)];
-            if (in_a ? r == 66 : j == 5) {
-              EXPECT_TRUE(std::isnan(v)) << r << "," << j;
-            } else {
-              EXPECT_EQ(v, 0.25f * static_cast<float>(k)) << r << "," << j;
-            }
-          }
-      }
+      for (const bool in_a : {false, true})
+        fp8_nan_code_case(isa, Path::direct, 70, k, in_a, 66, 2);
 }
 
 // The decode path on the swapped operands (few columns: A's rows streamed as the decode path's
