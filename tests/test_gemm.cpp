@@ -1506,6 +1506,69 @@ TEST(Gemm, Fp8PairsDirectPath) {
         fp8_nan_code_case(isa, Path::direct, 70, k, in_a, 66, 2);
 }
 
+// fp8 scales with their own row strides (Params::lda_scale, ldb_scale): every path gives the
+// bits it gives on packed scale arrays, and never reads the padding (NaN there).
+TEST(Gemm, Fp8ScaleStrides) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 0x7e);  // no NaN codes
+  std::uniform_real_distribution<float> u(0.001f, 0.02f);
+  for (Isa isa : isas())
+    for (Path path : {Path::decode, Path::packed, Path::direct})
+      for (const DType at : {DType::fp8, DType::f32})
+        for (std::int64_t m : {5, 70}) {
+          if (path == Path::decode && m > detail::kDecodeMaxM) continue;
+          SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
+                       std::string(dtype_name(at)) + " m=" + std::to_string(m));
+          const std::int64_t n = 140, k = 300, kb = ceil_div(k, kFp8Block), nb = ceil_div(n, 128);
+          const std::int64_t lda_s = kb + 3, ldb_s = kb + 2;
+          std::vector<std::uint8_t> a8(static_cast<std::size_t>(m * k)),
+              w(static_cast<std::size_t>(n * k));
+          for (auto& x : a8) x = static_cast<std::uint8_t>(byte(rng));
+          for (auto& x : w) x = static_cast<std::uint8_t>(byte(rng));
+          std::vector<float> a32(static_cast<std::size_t>(m * k));
+          for (auto& x : a32) x = u(rng) * 100.0f - 1.0f;
+          std::vector<float> as(static_cast<std::size_t>(m * kb)),
+              ws(static_cast<std::size_t>(nb * kb));
+          for (auto& x : as) x = u(rng);
+          for (auto& x : ws) x = u(rng);
+          const float nan = std::numeric_limits<float>::quiet_NaN();
+          std::vector<float> as_p(static_cast<std::size_t>(m * lda_s), nan),
+              ws_p(static_cast<std::size_t>(nb * ldb_s), nan);
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t b = 0; b < kb; ++b)
+              as_p[static_cast<std::size_t>(i * lda_s + b)] =
+                  as[static_cast<std::size_t>(i * kb + b)];
+          for (std::int64_t j = 0; j < nb; ++j)
+            for (std::int64_t b = 0; b < kb; ++b)
+              ws_p[static_cast<std::size_t>(j * ldb_s + b)] =
+                  ws[static_cast<std::size_t>(j * kb + b)];
+          std::vector<float> c0(static_cast<std::size_t>(m * n), -1.0f), c1 = c0;
+          Params p;
+          p.a = at == DType::fp8 ? static_cast<const void*>(a8.data()) : a32.data();
+          p.a_type = at;
+          p.b = w.data();
+          p.b_type = DType::fp8;
+          p.m = m, p.n = n, p.k = k;
+          p.threads = 2;
+          p.schedule.isa = isa;
+          p.schedule.path = path;
+          p.a_scale = at == DType::fp8 ? as.data() : nullptr;
+          p.b_scale = ws.data();
+          p.c = c0.data();
+          gemm(p);
+          p.a_scale = at == DType::fp8 ? as_p.data() : nullptr;
+          p.lda_scale = at == DType::fp8 ? lda_s : 0;
+          p.b_scale = ws_p.data();
+          p.ldb_scale = ldb_s;
+          p.c = c1.data();
+          gemm(p);
+          for (std::size_t i = 0; i < c0.size(); ++i) {
+            ASSERT_TRUE(std::isfinite(c0[i])) << i;
+            ASSERT_EQ(std::memcmp(&c0[i], &c1[i], 4), 0) << i << ": " << c0[i] << " " << c1[i];
+          }
+        }
+}
+
 // The decode path on the swapped operands (few columns: A's rows streamed as the decode path's
 // W, the sums transposed into C's rows): every family, the dtypes swap takes, N from 1 to 16
 // (the rows of the decode kernels' blocks and their tails), K across the decode K tiles (and odd
