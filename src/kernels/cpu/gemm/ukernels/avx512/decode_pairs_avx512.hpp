@@ -425,10 +425,20 @@ void pairs_decode_converted(const DecodeArgs& g, const Source& src, std::int64_t
 }
 
 // Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond
-// the first ahead along each W row (--stages 1: none, the hardware prefetcher alone).
+// the first ahead along each W row (--stages 1: none, the hardware prefetcher alone) - except
+// for bf16 W against one block of rows of A (M <= 4), a plain stream the hardware prefetcher
+// follows, as the fp32 decode with fewer rows of A than a register block (simd_stream.hpp):
+// Zen 4, 2 threads, cold, in one process, without against with: M = 1 x N x K = 1 x 7168 x 18432
+// 1.23-1.25x, 1 x 4096 x 14336 1.26-1.36x, 1 x 28672 x 4096 1.03x, 1 x 32768 x 2048 1.02-1.07x,
+// 1 x 16384 x 4096 and K = 128 / 768 level; M = 2 x 7168 x 18432 1.05-1.19x, 2 x 16384 x 4096
+// 1.05-1.09x, 3 x 16384 x 4096 1.06-1.08x, 4 x 7168 x 18432 1.12-1.18x, 4 x 4096 x 14336
+// 1.08x, 4 x 4096 x 2048 1.07-1.10x; at M = 8 the prefetch pays (4096 x 14336: 1.08x with
+// it), and fp8 (converted in registers, more work per byte) needs it at every M (1 x 7168 x
+// 2048 1.31-1.41x with it, 4 x 7168 x 18432 1.28-1.38x).
 template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
-  const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
+  const bool hardware_only = !Source::kScaled && g.m <= Source::kRows;
+  const std::int64_t ahead = hardware_only ? 0 : std::int64_t{4096} * (g.stages - 1);
   if constexpr (Source::kConvertOnce)
     if (g.m >= kPairsConvertMinM && g.scratch != nullptr)
       return pairs_decode_converted(g, src, ahead);
