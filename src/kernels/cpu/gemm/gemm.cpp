@@ -636,6 +636,11 @@ std::int64_t direct_as_floats(const Problem& pr) {
 int at_width(const Problem& pr, int rows) {
   return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
 }
+// The A scales of the panel from row i0 (Problem::as): K block b's values at + b * its width.
+float* panel_scales(const Problem& pr, std::int64_t i0) {
+  const int P = pr.fam->direct_panel;
+  return pr.as + i0 / P * P * ceil_div(pr.p->k, kFp8Block);
+}
 
 // The k-pairs panel (pr.k2: the one panel of M <= direct_lanes / 2 rows): K [k0, k1) (k0 even)
 // at dst + k0 / 2 * L, at[s * L + 2 i + e] = A(i, 2 s + e), zeros past M and past K.
@@ -681,8 +686,7 @@ void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k
   pack_a_panel(pr, i0, rows, k0, k1 - k0, width, dst + k0 / pr.kw * width,
                workspace().a_conv.get(rows * (k1 - k0)));
   if (!pr.scaled) return;
-  const int P = pr.fam->direct_panel;
-  float* as = pr.as + i0 / P * P * ceil_div(pr.p->k, kFp8Block);
+  float* as = panel_scales(pr, i0);
   for (std::int64_t b = k0 / kFp8Block; b < ceil_div(k1, kFp8Block); ++b)
     for (int i = 0; i < width; ++i)
       as[b * width + i] = i < rows ? a_scale(pr, i0 + i, b * kFp8Block) : 0.0f;
@@ -724,10 +728,9 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   // words, with the tile's W scales after it.
   const bool conv = detail::direct_converts(p, f), tiled = conv || pr.scaled;
   const std::int64_t ldt = round_up(std::min(KC, p.k) / kw, 16) + 16;
-  float* wtile =
-      tiled ? workspace().tmp.get(R * ldt + R * ceil_div(std::min(KC, p.k), kFp8Block)) : nullptr;
-  float* wscale = tiled ? wtile + R * ldt : nullptr;
-  const std::int64_t kblocks = ceil_div(p.k, kFp8Block);
+  const std::int64_t scales = pr.scaled ? R * ceil_div(std::min(KC, p.k), kFp8Block) : 0;
+  float* wtile = tiled ? workspace().tmp.get(R * ldt + scales) : nullptr;
+  float* wscale = pr.scaled ? wtile + R * ldt : nullptr;
   // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's
   // rows from registers: with pr.ct (round16 from an fp32 tile: batched 8 x (2048 x 512 x 128)
   // bf16 spent a tenth of its time there; 1.03-1.13x), and without it on the families whose
@@ -775,7 +778,7 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
                                 : pr.at + q * P * kwords + k0 / kw * at_width(pr, m);
         const detail::DirectNext* nq = q + 1 == q1 ? next : nullptr;
         if (pr.scaled) {
-          const detail::DirectScales sc{pr.as + q * P * kblocks + k0 / kFp8Block * at_width(pr, m),
+          const detail::DirectScales sc{panel_scales(pr, q * P) + k0 / kFp8Block * at_width(pr, m),
                                         wscale, kFp8Block / 2};
           f.direct_fp8(kc / kw, wt, ld, rows, at, m, alpha, beta, c, ldo, ct, out_type, nq, &sc);
           continue;
