@@ -505,12 +505,6 @@ void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
         }
 }
 
-// fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): rows of A in blocks
-// of two (M 1-3) or, from M = 4, of four over W converted once (M 4-5, 8, 17, 32, 38), W row
-// groups of 4 and single tail rows, K a multiple of 64 with a half
-// block of 64 at the end, split-K slices, both thread counts, padded leading dimensions,
-// alpha/beta and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the
-// same way). The default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
 // A job too small to pay for waking sleeping workers runs on the caller, which wakes them
 // afterwards so that the next jobs find them waiting (else a run of small jobs after a pause
 // stayed on one thread to its end); a job too small for two threads at all leaves them asleep.
@@ -578,6 +572,14 @@ void fp8_nan_code_case(Isa isa, Path path, std::int64_t m, std::int64_t k, bool 
     }
 }
 
+// fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): one or two rows of A
+// in the stream order, more in super-blocks of two scale blocks (blocks of four rows, then one
+// of the 1-3 left: M 3-5, 7, 17, 38), W row groups of 4 and a tail group of 1-3 (N 1, 13, 130),
+// K a multiple of 64 whose last super-block holds 64, 128 or 192 values (64, 384, 192, 1088),
+// K in chunks of k_tile from five rows of A (one and three scale blocks: whole super-blocks),
+// split-K slices (whole super-blocks), both thread counts, padded leading dimensions, alpha/beta
+// and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the same way). The
+// default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
 TEST(Gemm, Fp8PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::fp8;
@@ -595,11 +597,13 @@ TEST(Gemm, Fp8PairsDecode) {
   q.k = 128, q.a_type = DType::f32;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, detail::family(Isa::avx2)));
-  decode_grid(DType::fp8, {1, 2, 3, 4, 5, 17}, {64, 192, 2048, 100}, 64);
-  // From M = 4 the W rows are converted once per chunk of k_tile (1024 here) values: K = 1088
-  // ends in a chunk of 64, M = 8 and 32 are whole blocks of four rows of A, 38 ends in two.
-  decode_grid(DType::fp8, {8, 32, 38}, {1088}, 64);
-  for (int k_tile : {128, 384})  // chunks of one and of three scale blocks
+  EXPECT_FALSE(detail::fp8_pairs_super(2));
+  EXPECT_TRUE(detail::fp8_pairs_super(3));
+  decode_grid(DType::fp8, {1, 2, 3, 4, 5, 17}, {64, 192, 384, 2048, 100}, 64);
+  // From M = 5 K runs in chunks of k_tile (4096 here: one) values: K = 1088 ends in a super-block
+  // of 64, M = 8 and 32 are whole blocks of four rows of A, 7 and 38 end in three and two.
+  decode_grid(DType::fp8, {7, 8, 32, 38}, {1088}, 64);
+  for (int k_tile : {128, 384})  // chunks of one and of three scale blocks: 256 and 512
     for (int threads : {1, 2}) {
       Case c{};
       c.at = c.bt = DType::fp8;
@@ -607,6 +611,8 @@ TEST(Gemm, Fp8PairsDecode) {
       c.m = 9, c.n = 13, c.k = 1088;
       c.threads = threads;
       c.decode_k_tile = k_tile;
+      run_case(c);
+      c.split_k = 3;  // slices of 384 values rounded up to whole super-blocks (512)
       run_case(c);
     }
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).

@@ -275,11 +275,11 @@ bool decodes_panel(const Params& p, const KernelFamily& f) {
 
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f) {
   if (decodes_bf16_pairs(p, f) || decodes_panel(p, f)) return false;
-  return !decodes_fp8_pairs(p, f) || p.m >= kPairsConvertMinM;
+  return !decodes_fp8_pairs(p, f) || p.m > kDecodeRows;
 }
 
 bool decode_uses_scratch(const Params& p, const KernelFamily& f) {
-  return decode_uses_k_tile(p, f) || decodes_panel(p, f);
+  return (decode_uses_k_tile(p, f) && !decodes_fp8_pairs(p, f)) || decodes_panel(p, f);
 }
 
 bool direct_fp8_pairs(const Params& p, const KernelFamily& f) {

@@ -146,10 +146,10 @@ bool decodes_panel(const Params& p, const KernelFamily& f);
 // 1.02-1.03x, 8 x 7168 x 2048 0.99-1.01x, batched 32 x (8 x 2048 x 768) fp32 0.98x (geomean 1.05-
 // 1.07x); 32 KiB 0.93x.
 std::int64_t decode_panel_bytes();
-// Whether the decode kernel for p uses Schedule::decode_k_tile (the pairs kernels mostly not,
-// the panel kernel not).
+// Whether the decode kernel for p uses Schedule::decode_k_tile (the bf16 pairs and the panel
+// kernel not; the fp8 pairs from more than kDecodeRows rows of A, as its K chunk).
 bool decode_uses_k_tile(const Params& p, const KernelFamily& f);
-// Whether it needs DecodeArgs::scratch (the K-tiling kernels and the panel kernel).
+// Whether it needs DecodeArgs::scratch (the fp32 route's K tiles and the panel kernel).
 bool decode_uses_scratch(const Params& p, const KernelFamily& f);
 // Whether the decode path takes these operands' shape: W stored (N, K) (trans_b = T) and at most
 // kDecodeMaxM rows of A; on the swapped operands (Schedule::swap) at most kDecodeMaxM columns

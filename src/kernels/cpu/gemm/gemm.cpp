@@ -1123,10 +1123,13 @@ Schedule resolve_with(const Params& p, int blocks) {
     // 16384x4096, 2 threads: 1.83 -> 1.41 ms against 1024). Rows of up to 8 KiB are one tile
     // (fp32 M=4..16, N=24576, K=1536, 2 threads: 6-16% faster than 768 + 768). W tiles the
     // decode kernel converts once into fp32 scratch (fp8 / fp16 with more rows of A than a
-    // register block, >= 3 on some ISAs) stay at 1024: 16 KiB of L1.
+    // register block, >= 3 on some ISAs) stay at 1024: 16 KiB of L1. The fp8 pairs decode's K
+    // chunk (more than one block of rows of A) is 4096 values, 16 KiB of a group's four rows
+    // (in cache, 8 x 64 x 7168 and 8 x 32 x 18432: 1024 0.94-0.96x, 2048 and 8192 level).
     const bool converted = (p.b_type == DType::fp8 || p.b_type == DType::f16) && p.m > 2;
     const std::int64_t row_bytes = p.k * static_cast<std::int64_t>(dtype_size(p.b_type));
-    s.decode_k_tile = converted ? 1024
+    s.decode_k_tile = detail::decodes_fp8_pairs(p, f) ? 4096
+                      : converted                     ? 1024
                       : row_bytes <= 8192
                           ? static_cast<int>(round_up(std::max<std::int64_t>(p.k, 1), kFp8Block))
                           : static_cast<int>(4096 / dtype_size(p.b_type));
@@ -1158,8 +1161,9 @@ Problem make_problem(const Params& p, const Schedule& s) {
   pr.lda_s = p.lda_scale != 0 ? p.lda_scale : kb;
   pr.ldb_s = p.ldb_scale != 0 ? p.ldb_scale : kb;
   pr.e4m3 = e4m3_table();
-  if (s.split_k > 1) {
-    pr.kslice = round_up(ceil_div(p.k, s.split_k), kFp8Block);
+  if (s.split_k > 1) {  // (the fp8 pairs decode: whole super-blocks of A's order)
+    const std::int64_t unit = detail::decodes_fp8_pairs(p, *pr.fam) ? 2 * kFp8Block : kFp8Block;
+    pr.kslice = round_up(ceil_div(p.k, s.split_k), unit);
     pr.slices = static_cast<int>(ceil_div(p.k, pr.kslice));
   }
   // bf16 pairs: both operands bf16, stored K-contiguous (A: N, B: T) with even K, leading
@@ -1291,7 +1295,8 @@ void convert_decode_a(const Problem& pr, std::int64_t i0, std::int64_t i1, float
   if (pr.pairs_decode != nullptr) {
     auto* b16 = reinterpret_cast<std::uint16_t*>(buf);
     detail::permute_a_fp8_pairs(static_cast<const std::uint8_t*>(p.a) + i0 * pr.lda, i1 - i0,
-                                pr.lda, p.k, pr.e4m3, b16 + i0 * p.k);
+                                pr.lda, p.k, pr.e4m3, detail::fp8_pairs_super(p.m),
+                                b16 + i0 * pr.lda16);
     return;
   }
   if (p.trans_a == Trans::N) {
@@ -1377,6 +1382,14 @@ Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
 
 // Runs every problem of the batch (already resolved) in one region: converts A for the
 // decode problems that need it, makes the blocks, executes, sums the split-K partials.
+// Floats of the region's buffer that the decode path's converted A takes: fp32 rows of K, or
+// fp8 x fp8 as bf16 rows of whole super-blocks (fp8_pairs_row).
+std::int64_t decode_a_floats(const Problem& pr) {
+  const Params& p = *pr.p;
+  const bool fp8_pairs = pr.pairs_decode != nullptr && p.a_type == DType::fp8;
+  return round_up(fp8_pairs ? ceil_div(p.m * detail::fp8_pairs_row(p.k), 2) : p.m * p.k, 16);
+}
+
 // `seq_ns` >= 0: the threads are the engine's choice (see execute), for a job that is part of
 // a sequence of this total rough time (0: the job alone); < 0: the schedule fixed them.
 void execute_problems(Batch& bt, int threads, double seq_ns) {
@@ -1394,7 +1407,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     const bool bf16_in_place = pr.pairs_decode != nullptr && p.a_type == DType::bf16;
     if (pr.s.path == Path::decode && !bf16_in_place &&
         (p.a_type != DType::f32 || p.trans_a != Trans::N))
-      conv += round_up(p.m * p.k, 16);
+      conv += decode_a_floats(pr);
     if (pr.s.path == Path::direct) conv += direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
     if (pr.s.path == Path::direct && pr.scaled) conv += direct_as_floats(pr);
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
@@ -1422,13 +1435,13 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         // the buffer reserved for it), scales kept apart; otherwise fp32 rows with the scales
         // applied.
         float* buf = conv_buf;
-        conv_buf += round_up(p.m * p.k, 16);
+        conv_buf += decode_a_floats(pr);
         const std::int64_t rows = ceil_div(p.m, std::max(1, threads));
         for (std::int64_t i0 = 0; i0 < p.m; i0 += rows)
           bt.packs.push_back({&pr, i0, 0, 0, buf, Pack::Kind::decode_a, std::min(p.m, i0 + rows)});
         if (pr.pairs_decode != nullptr) {
           pr.a16 = reinterpret_cast<const std::uint16_t*>(buf);
-          pr.lda16 = p.k;
+          pr.lda16 = detail::fp8_pairs_row(p.k);
         } else {
           pr.a32 = buf;
           pr.lda32 = p.k;

@@ -147,10 +147,16 @@ using DirectScaledKernel = void (*)(std::int64_t k, const float* w, std::int64_t
 
 inline constexpr std::int64_t kDecodeMaxM = 64;  // rows of A the decode kernels accept
 inline constexpr int kDecodeRows = 4;            // W rows per register tile (all ISAs)
-// From this many rows of A the fp8 pairs decode converts each group of W rows once per chunk
-// of k_tile values (pairs_decode_converted); below it, and in the bf16 pairs decode, W is read
-// in place over all of K and k_tile plays no part.
-inline constexpr std::int64_t kPairsConvertMinM = 4;
+// The fp8 pairs decode's A rows (permute_a_fp8_pairs): whole super-blocks of two 128-value
+// scale blocks, zero past K. With more than kDecodeRows rows of A it runs K in chunks of
+// k_tile values; with fewer, and in the bf16 pairs decode, k_tile plays no part. Up to two rows
+// of A it reads W in address order (the stream order), with more in super-blocks.
+inline constexpr std::int64_t fp8_pairs_row(std::int64_t k) {
+  return (k + 255) / 256 * 256;
+}
+inline constexpr bool fp8_pairs_super(std::int64_t m) {
+  return m > 2;
+}
 
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
 // the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
@@ -203,13 +209,17 @@ void sgemm_direct_avx512_6x64(std::int64_t, const float*, std::int64_t, int, con
 // The direct kernel on k pairs (simd_direct_k2): panels of up to 8 rows of A.
 void sgemm_direct_avx512_6x8k2(std::int64_t, const float*, std::int64_t, int, const float*, int,
                                float, float, void*, std::int64_t, bool, DType, const DirectNext*);
-// fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set.
+// fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set
+// (permute_a_fp8_pairs; a slice starts at a multiple of 256 values).
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);
-// m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of k at
-// dst, each 64 in the order the kernel's byte interleave gives W: k = 0-7, 16-23, 32-39,
-// 48-55, then 8-15, 24-31, 40-47, 56-63.
+// m rows of k e4m3 values (row i at a + i * lda; k a multiple of 64) as bf16 rows of
+// fp8_pairs_row(k) values at dst, in the order the kernel's loads and byte interleave give W:
+// `super` (fp8_pairs_super(M) of the whole problem's M): each 256 values b.. as four steps t of
+// 64, b + 32t + {0-7, 16-23, 128-135, 144-151} then b + 32t + {8-15, 24-31, 136-143, 152-159},
+// zero past k; else (the stream order) each 64 values b.. as b + {0-7, 16-23, 32-39, 48-55}
+// then b + {8-15, 24-31, 40-47, 56-63}.
 void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
-                         const float* e4m3, std::uint16_t* dst);
+                         const float* e4m3, bool super, std::uint16_t* dst);
 // n e4m3 values as bf16 (exact; NaN codes give a quiet NaN), AVX512-VBMI byte lookups.
 void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const float* e4m3,
                              std::uint16_t* dst);

@@ -17,7 +17,6 @@ namespace {
 
 struct Bf16Source {
   static constexpr int kBytes = 2, kRows = 4;
-  static constexpr bool kScaled = false, kByHalves = true, kConvertOnce = false;
   static __m512i load32(const std::uint8_t* p) { return _mm512_loadu_si512(p); }
   static void load_tail(const std::uint8_t* p, __mmask32 m0, __mmask32 m1, __m512i& w0,
                         __m512i& w1) {

@@ -5,11 +5,20 @@
 // where the fp32 route takes 4 to convert, 1 to multiply and a NaN scan. The tables map the
 // NaN codes to a bf16 NaN and the subnormals to their exact values, so nothing is checked on
 // the way. e4m3 values are exact in bf16 and their products exact in fp32; each 128-wide K
-// block's sums go onto the output times a_scale(row, block) * w_scale(rows, block).
+// block's sums are scaled by a_scale(row, block) * w_scale(rows, block).
 //
-// The byte interleave works within 128-bit lanes, so the 64 values come out as two vectors
-// holding k = {0-7, 16-23, 32-39, 48-55} and {8-15, 24-31, 40-47, 56-63} of the 64; A is
-// stored in that order (permute_a_fp8_pairs), so the pairs meet their partners.
+// The scales change every 128 values of K, every fourth vdpbf16ps of a sum. Reducing a 4 x 4
+// block's sixteen sums per 128 block (a tree of 45 operations per 64 products) held the kernel
+// at 0.3-0.45 of the bf16 dot peak in cache. So the 64 bytes one step converts come from two
+// scale blocks: bytes 32t.. of a super-block's first block (256 values: two scale blocks) in
+// the low 256 bits, bytes 128 + 32t.. of its second in the high 256 bits (t = 0-3), and each
+// sum's low 8 lanes hold the first block's products, its high 8 lanes the second's. A super-
+// block's sums are scaled once, by a vector of the two blocks' scales, onto totals kept in
+// memory (L1): 16 products per flush instead of 4, and no reduction until the end of K. The
+// byte interleave works within 128-bit lanes, so a step's 64 values come out as two vectors in
+// the order {0-7, 16-23 | 128-135, 144-151} + 32t and {8-15, 24-31 | 136-143, 152-159} + 32t;
+// A is stored in that order (permute_a_fp8_pairs, the same gather and conversion), in rows of
+// whole super-blocks, so the pairs meet their partners.
 
 #include <immintrin.h>
 
@@ -40,21 +49,19 @@ const E4m3Tables& e4m3_tables(const float* e4m3) {
   return t;
 }
 
-// fp8 W: 64 e4m3 bytes as bf16 in the interleave's order, by two byte lookups.
-struct Fp8Source {
-  static constexpr int kBytes = 1, kRows = 2;
-  static constexpr bool kScaled = true, kByHalves = false, kConvertOnce = true;
-  __m512i lo0, lo1, hi0, hi1;  // low and high bytes of the bf16 of the 128 magnitudes
+// The low and high bytes of the bf16 of the 128 e4m3 magnitudes, in registers.
+struct E4m3Lookup {
+  __m512i lo0, lo1, hi0, hi1;
 
-  explicit Fp8Source(const float* e4m3) {
+  explicit E4m3Lookup(const float* e4m3) {
     const E4m3Tables& t = e4m3_tables(e4m3);
     lo0 = _mm512_load_si512(t.lo);
     lo1 = _mm512_load_si512(t.lo + 64);
     hi0 = _mm512_load_si512(t.hi);
     hi1 = _mm512_load_si512(t.hi + 64);
   }
-  void load64(const std::uint8_t* p, __m512i& w0, __m512i& w1) const {
-    const __m512i x = _mm512_loadu_si512(p);
+  // 64 e4m3 bytes as bf16 in the interleave's order.
+  __attribute__((always_inline)) void convert(__m512i x, __m512i& w0, __m512i& w1) const {
     const __m512i lo = _mm512_permutex2var_epi8(lo0, x, lo1);  // index bit 7 (sign) ignored
     __m512i hi = _mm512_permutex2var_epi8(hi0, x, hi1);
     hi = _mm512_ternarylogic_epi32(hi, x, _mm512_set1_epi8(static_cast<char>(0x80)), 0xf8);
@@ -63,15 +70,228 @@ struct Fp8Source {
   }
 };
 
+constexpr std::int64_t kSuper = 2 * kFp8Block;  // K values of a super-block: two scale blocks
+
+// Step t (0-3) of the super-block at p, `left` values of the row from p on: bytes 32t.. of
+// its first scale block in the low 256 bits, 128 + 32t.. of its second in the high. In a row's
+// last super-block (left < 256, a multiple of 64) the pieces past the row read as code 0 (+0),
+// as A's padding is.
+template <bool kWhole = false>
+__attribute__((always_inline)) inline __m512i gather(const std::uint8_t* p, int t,
+                                                     std::int64_t left) {
+  if (kWhole || left >= kSuper)
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * t))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kFp8Block + 32 * t)), 1);
+  const __mmask8 lo = 32 * t + 32 <= left ? 0x0f : 0;
+  const __mmask8 hi = kFp8Block + 32 * t + 32 <= left ? 0xf0 : 0;
+  const __m512i x = _mm512_maskz_loadu_epi64(lo, p + 32 * t);
+  return _mm512_mask_loadu_epi64(x, hi, p + kFp8Block - 32 + 32 * t);  // high half from + 128
+}
+
+// s[0] in lanes 0-7, s[1] (read only if `two`, else 0) in lanes 8-15: a super-block's scales.
+__attribute__((always_inline)) inline __m512 scale_pair(const float* s, bool two) {
+  const __m128 v = _mm_maskz_loadu_ps(two ? 3 : 1, s);
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                               _mm512_castps128_ps512(v));
+}
+
+// Rows i0.. of A (MB <= 4 of them) times the four W rows w[0..3] over K values [c0, c1) (c0 a
+// multiple of kSuper): each super-block's sums, scaled, added onto tot[i * 4 + j]. W is
+// prefetched `ahead` bytes further on in the order the rows are consumed (past a row's end, the
+// row of the next group: next[j]). Not inlined: in one function with the driver GCC kept the
+// totals in registers and spilled the sums (0.6-0.8x in cache).
+template <int MB>
+__attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& lut,
+                                         const std::uint8_t* const* w,
+                                         const std::uint8_t* const* next, std::int64_t i0,
+                                         std::int64_t c0, std::int64_t c1, const float* ws,
+                                         __m512* tot, std::int64_t ahead) {
+  const std::uint16_t* a[MB];
+  for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
+  const std::int64_t blocks = (g.k + kFp8Block - 1) / kFp8Block;
+  for (std::int64_t k0 = c0; k0 < c1; k0 += kSuper) {
+    const std::int64_t left = g.k - k0;
+    const int steps = left >= kFp8Block ? 4 : static_cast<int>(left / 32);
+    __m512 part[MB][kDecodeRows];
+    zero_sums(part);
+    auto step = [&](int t, auto whole) __attribute__((always_inline)) {
+      if (ahead > 0) {
+        const std::int64_t q = k0 + 64 * t + ahead;
+        for (int j = 0; j < kDecodeRows; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>(q < g.k ? w[j] + q : next[j] + (q - g.k)),
+                       _MM_HINT_T0);
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < kDecodeRows; ++j) {
+        __m512i w0, w1;
+        lut.convert(gather<decltype(whole)::value>(w[j] + k0, t, left), w0, w1);
+#pragma GCC unroll 4
+        for (int i = 0; i < MB; ++i)
+          part[i][j] = dot_bf16(dot_bf16(part[i][j], _mm512_loadu_si512(a[i] + k0 + 64 * t), w0),
+                                _mm512_loadu_si512(a[i] + k0 + 64 * t + 32), w1);
+      }
+    };
+    if (left >= kSuper) {
+#pragma GCC unroll 1
+      for (int t = 0; t < 4; ++t) step(t, std::true_type{});
+    } else {
+#pragma GCC unroll 1
+      for (int t = 0; t < steps; ++t) step(t, std::false_type{});
+    }
+    const std::int64_t kb = k0 / kFp8Block;
+    const bool two = kb + 1 < blocks;
+    const __m512 sw = scale_pair(ws + kb, two);
+#pragma GCC unroll 4
+    for (int i = 0; i < MB; ++i) {
+      const __m512 sc = _mm512_mul_ps(scale_pair(g.a_scale + (i0 + i) * g.ld_ascale + kb, two), sw);
+#pragma GCC unroll 4
+      for (int j = 0; j < kDecodeRows; ++j)
+        tot[i * kDecodeRows + j] = _mm512_fmadd_ps(part[i][j], sc, tot[i * kDecodeRows + j]);
+    }
+    asm volatile("" : : "r"(tot) : "memory");  // the totals stay in memory, the sums in registers
+  }
+}
+
+// One or two rows of A (fp8_pairs_super false: A in the stream order) times the four W rows
+// w[0..3] over all of K, 64 values of each row a step in address order, each scale block's
+// sums scaled onto totals in registers; the totals end in tot[i * 4 + j]. With so few rows of A
+// per W vector the super-blocks' gather (two loads and an insert per 64 values) and their flush
+// through memory cost more than they save: cold, 2 threads, in one process, 1 x 7168 x 2048
+// 0.90-0.97x and 2 x 7168 x 2048 0.86-0.92x against this loop.
+template <int MB>
+__attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup& lut,
+                                          const std::uint8_t* const* w,
+                                          const std::uint8_t* const* next, const float* ws,
+                                          __m512* tot, std::int64_t ahead) {
+  const std::uint16_t* a[MB];
+  for (int i = 0; i < MB; ++i) a[i] = g.a16 + i * g.lda16;
+  __m512 acc[MB][kDecodeRows];
+  zero_sums(acc);
+  for (std::int64_t k0 = 0; k0 < g.k; k0 += kFp8Block) {
+    __m512 part[MB][kDecodeRows];
+    zero_sums(part);
+    const std::int64_t k1 = std::min(g.k, k0 + kFp8Block);
+#pragma GCC unroll 2
+    for (std::int64_t p = k0; p < k1; p += 64) {
+      if (ahead > 0) {
+        const std::int64_t q = p + ahead;
+        for (int j = 0; j < kDecodeRows; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>(q < g.k ? w[j] + q : next[j] + (q - g.k)),
+                       _MM_HINT_T0);
+      }
+      __m512i a0[MB], a1[MB];
+      for (int i = 0; i < MB; ++i) {
+        a0[i] = _mm512_loadu_si512(a[i] + p);
+        a1[i] = _mm512_loadu_si512(a[i] + p + 32);
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < kDecodeRows; ++j) {
+        __m512i w0, w1;
+        lut.convert(_mm512_loadu_si512(w[j] + p), w0, w1);
+        for (int i = 0; i < MB; ++i)
+          part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+      }
+    }
+    const std::int64_t kb = k0 / kFp8Block;
+    for (int i = 0; i < MB; ++i) {
+      const __m512 sc = _mm512_set1_ps(g.a_scale[i * g.ld_ascale + kb] * ws[kb]);
+#pragma GCC unroll 4
+      for (int j = 0; j < kDecodeRows; ++j) acc[i][j] = _mm512_fmadd_ps(part[i][j], sc, acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < kDecodeRows; ++j) tot[i * kDecodeRows + j] = acc[i][j];
+}
+
+// Rows i0.. (MB) of the totals reduced into the output's columns j0.. (cols <= 4 of them).
+template <int MB>
+void store_totals(const DecodeArgs& g, std::int64_t i0, std::int64_t j0, int cols,
+                  const __m512* t) {
+  float* out = g.out + i0 * g.ldo + (j0 - g.n0);
+  if constexpr (MB == 4) {
+    if (cols == kDecodeRows)
+      return store_rows4(out, g.ldo,
+                         Avx512::hsum16(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9],
+                                        t[10], t[11], t[12], t[13], t[14], t[15]));
+  }
+  for (int i = 0; i < MB; ++i) {
+    alignas(16) float r[kDecodeRows];
+    _mm_store_ps(r, Avx512::hsum4(t[i * 4], t[i * 4 + 1], t[i * 4 + 2], t[i * 4 + 3]));
+    for (int j = 0; j < cols; ++j) out[i * g.ldo + j] = r[j];
+  }
+}
+
+// The rows of A in blocks of four, then one block of the 1-3 left: calls block(rows, i0).
+template <class Block>
+inline __attribute__((always_inline)) void fp8_row_blocks(std::int64_t m, Block&& block) {
+  std::int64_t i0 = 0;
+  for (; i0 + 4 <= m; i0 += 4) block(std::integral_constant<int, 4>{}, i0);
+  switch (m - i0) {
+    case 3:
+      return block(std::integral_constant<int, 3>{}, i0);
+    case 2:
+      return block(std::integral_constant<int, 2>{}, i0);
+    case 1:
+      return block(std::integral_constant<int, 1>{}, i0);
+    default:
+      return;
+  }
+}
+
 }  // namespace
 
+// W rows [n0, n1) in groups of four (the last group's missing rows repeat its last row, and
+// are not stored), all rows of A against each group. With more than one block of rows of A, K
+// runs in chunks of k_tile values (rounded up to whole super-blocks), so that the other blocks
+// find the group's chunk of W in L1 (8 x 7168 x 18432 in cache: 1.34x against all of K at
+// once); every block converts W for itself (converting once into bf16 pairs in L1 for all the
+// blocks, as the kernel before did, measured 0.8-0.9x: the converted rows' loads). The prefetch
+// runs 4 KiB per pipeline stage beyond the first along each W row, from the first block of
+// rows of A only (the others read the chunk from L1).
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
-  pairs_decode(g, Fp8Source(g.e4m3));
+  const E4m3Lookup lut(g.e4m3);
+  const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
+  const std::int64_t kc = g.m > kDecodeRows ? (g.k_tile + kSuper - 1) / kSuper * kSuper : g.k;
+  const auto* base = static_cast<const std::uint8_t*>(g.w);
+  alignas(64) __m512 tot[kDecodeMaxM * kDecodeRows];
+  for (std::int64_t j0 = g.n0; j0 < g.n1; j0 += kDecodeRows) {
+    const int cols = static_cast<int>(std::min<std::int64_t>(kDecodeRows, g.n1 - j0));
+    const std::uint8_t* w[kDecodeRows];
+    const std::uint8_t* next[kDecodeRows];
+    for (int j = 0; j < kDecodeRows; ++j) {
+      w[j] = base + (j0 + std::min(j, cols - 1)) * g.ldw;
+      // (past the last group: its own rows again, already in cache)
+      next[j] = j0 + kDecodeRows + j < g.n1 ? w[j] + kDecodeRows * g.ldw : w[j];
+    }
+    // The group's rows share one 128-row scale block: g.n0 is a multiple of kDecodeRows (the
+    // decode blocks' columns are), and so is j0.
+    const float* ws = g.w_scale + (j0 / kFp8Block) * g.ld_wscale;
+    if (!fp8_pairs_super(g.m)) {
+      if (g.m == 1) {
+        fp8_stream<1>(g, lut, w, next, ws, tot, ahead);
+        store_totals<1>(g, 0, j0, cols, tot);
+      } else {
+        fp8_stream<2>(g, lut, w, next, ws, tot, ahead);
+        store_totals<2>(g, 0, j0, cols, tot);
+      }
+      continue;
+    }
+    for (std::int64_t q = 0; q < g.m * kDecodeRows; ++q) tot[q] = _mm512_setzero_ps();
+    for (std::int64_t c0 = 0; c0 < g.k; c0 += kc)
+      fp8_row_blocks(g.m, [&](auto rows, std::int64_t i0) {
+        fp8_block<decltype(rows)::value>(g, lut, w, next, i0, c0, std::min(g.k, c0 + kc), ws,
+                                         tot + i0 * kDecodeRows, i0 == 0 ? ahead : 0);
+      });
+    fp8_row_blocks(g.m, [&](auto rows, std::int64_t i0) {
+      store_totals<decltype(rows)::value>(g, i0, j0, cols, tot + i0 * kDecodeRows);
+    });
+  }
 }
 
 void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const float* e4m3,
                              std::uint16_t* dst) {
-  const Fp8Source s(e4m3);
+  const E4m3Lookup lut(e4m3);
   // The interleave gives k = {0-7, 16-23, 32-39, 48-55} and {8-15, ...}: 128-bit lanes back
   // in order by one two-source permute per output vector.
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
@@ -79,7 +299,7 @@ void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const floa
   std::int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     __m512i w0, w1;
-    s.load64(src + i, w0, w1);
+    lut.convert(_mm512_loadu_si512(src + i), w0, w1);
     _mm512_storeu_si512(dst + i, _mm512_permutex2var_epi64(w0, first, w1));
     _mm512_storeu_si512(dst + i + 32, _mm512_permutex2var_epi64(w0, second, w1));
   }
@@ -88,16 +308,28 @@ void e4m3_to_bf16_avx512vbmi(const std::uint8_t* src, std::int64_t n, const floa
 }
 
 void permute_a_fp8_pairs(const std::uint8_t* a, std::int64_t m, std::int64_t lda, std::int64_t k,
-                         const float* e4m3, std::uint16_t* dst) {
-  // The order W's values come out of load64 in, by the same conversion.
-  const Fp8Source s(e4m3);
-  for (std::int64_t i = 0; i < m; ++i, a += lda, dst += k)
-    for (std::int64_t b = 0; b < k; b += 64) {
-      __m512i w0, w1;
-      s.load64(a + b, w0, w1);
-      _mm512_storeu_si512(dst + b, w0);
-      _mm512_storeu_si512(dst + b + 32, w1);
+                         const float* e4m3, bool super, std::uint16_t* dst) {
+  // The order W's values come out of the kernel's loads and conversion in, by the same two.
+  const E4m3Lookup lut(e4m3);
+  const std::int64_t ld = fp8_pairs_row(k);
+  for (std::int64_t i = 0; i < m; ++i, a += lda, dst += ld) {
+    if (!super) {
+      for (std::int64_t b = 0; b < k; b += 64) {
+        __m512i w0, w1;
+        lut.convert(_mm512_loadu_si512(a + b), w0, w1);
+        _mm512_storeu_si512(dst + b, w0);
+        _mm512_storeu_si512(dst + b + 32, w1);
+      }
+      continue;
     }
+    for (std::int64_t b = 0; b < k; b += kSuper)
+      for (int t = 0; t < 4; ++t) {
+        __m512i w0, w1;
+        lut.convert(gather(a + b, t, k - b), w0, w1);
+        _mm512_storeu_si512(dst + b + 64 * t, w0);
+        _mm512_storeu_si512(dst + b + 64 * t + 32, w1);
+      }
+  }
 }
 
 }  // namespace attain::gemm::detail

@@ -1,20 +1,17 @@
-// The decode loop shared by the bf16-pairs decode kernels (fp8 x fp8 and bf16 x bf16 on
-// AVX512-BF16): rows of A in blocks of up to Source::kRows, W rows in groups of four, all of K
-// per group, two vdpbf16ps per 64 values of K per row of A, the W stream prefetched ahead in
-// the order the rows are consumed. Included only by ISA files compiled with AVX512-BF16; every
-// function has internal linkage (kernels.hpp: no inline function of a shared header may be
-// picked by the linker for another ISA's code).
+// The bf16 x bf16 decode loop on AVX512-BF16 (decode_bf16_avx512bf16.cpp), and the pieces the
+// fp8 x fp8 decode shares with it (decode_fp8_avx512vbmi.cpp): rows of A in blocks of up to
+// Source::kRows, W rows in groups of four, all of K per group, one vdpbf16ps per 32 values of
+// K per row of A, the W stream prefetched ahead in the order the rows are consumed. Included
+// only by ISA files compiled with AVX512-BF16; every function has internal linkage
+// (kernels.hpp: no inline function of a shared header may be picked by the linker for another
+// ISA's code).
 //
-// A Source says how a W row's values become vectors of 32 bf16, in the order its A is stored (A's
-// rows are read as-is from g.a16 with stride g.lda16): load64 converts 64 values into two
-// (fp8), or, with kByHalves, load32 loads 32 values as one (bf16: plain loads); load_tail
-// reads a row's last < 64 values. It also gives the bytes per W value and whether each
-// 128-wide K block is scaled (fp8: by a_scale(row, block) * w_scale(rows, block)). By halves
-// the loop keeps one vector of A per row live instead of two: at 64 values a step the 4 x 4
-// block's 16 sums, 8 A vectors and the W vectors of two unrolled steps did not fit the 32
-// registers and GCC spilled inside the loop (docs/gemm.md, eleventh session). A Source with
-// kConvertOnce (fp8) is, from four rows of A, converted once per chunk of K into bf16 pairs and
-// multiplied from there (pairs_decode_converted).
+// A Source says how a W row's values become vectors of 32 bf16 (A's rows are read as-is from
+// g.a16 with stride g.lda16): load32 loads 32 values as one; load_tail reads a row's last < 64
+// values; kBytes is the bytes per W value. The loop keeps one vector of A per row live, 32
+// values a step: at 64 values a step the 4 x 4 block's 16 sums, 8 A vectors and the W vectors
+// of two unrolled steps did not fit the 32 registers and GCC spilled inside the loop
+// (docs/gemm.md, eleventh session).
 #pragma once
 
 // (GCC 12's (maybe-)uninitialized reports from inside its own reduction intrinsics are silenced
@@ -70,11 +67,11 @@ inline __attribute__((always_inline)) void store_rows4(float* out, std::int64_t 
   _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(r, 3));
 }
 
-// Where a scaled block's sums wait between the chunks of K of pairs_decode_converted: `load`:
-// the block starts from them (else from zero); `save`: it leaves its sums there (else it stores
-// them into the output). A 4 x 4 block keeps one vector at sums[0] (hsum16's layout: lane 4 i + j
-// holds sums (i, j)); other blocks sums (i, j) at sums[i * kDecodeRows + j]. The same rows of A
-// and W always make the same block, so each finds its own layout.
+// Not read (pairs_block's `carry`): the fp8 decode's sums carried between chunks of K, before
+// it moved to decode_fp8_avx512vbmi.cpp (twenty-eighth session). Dropping the parameter changed
+// GCC 12's inlining of the one-row blocks, and bf16 1 x 2048 x 128 ran 0.89x in cache (1 x 512 x
+// 128 0.94x); with it kept the code runs as before (0.99-1.02x on seven shapes). Kept until that
+// is understood.
 struct Carry {
   __m512* sums = nullptr;
   bool load = false, save = false;
@@ -94,7 +91,8 @@ struct GroupPrefetch {
 // gp in every step slowed the one-row blocks by 1.15-1.2x.)
 template <class Source, int MB, int NB, bool kSpread = false>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
-                 std::int64_t ahead, const Carry& carry = {}, const GroupPrefetch* gp = nullptr) {
+                 std::int64_t ahead, [[maybe_unused]] const Carry& carry = {},
+                 const GroupPrefetch* gp = nullptr) {
   constexpr std::int64_t es = Source::kBytes;
   const auto* base = static_cast<const std::uint8_t*>(g.w);
   const std::uint8_t* w[NB];
@@ -122,33 +120,16 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
           for (int j = 0; j < NB; ++j)
             _mm_prefetch(reinterpret_cast<const char*>((q < row_bytes ? w[j] : next[j]) + q),
                          _MM_HINT_T0);
-      if constexpr (Source::kByHalves) {  // 32 values at a time: MB + 1 vectors live
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          __m512i a0[MB];
+      for (int h = 0; h < 2; ++h) {  // 32 values at a time: MB + 1 vectors live
+        __m512i a0[MB];
 #pragma GCC unroll 4
-          for (int i = 0; i < MB; ++i) a0[i] = _mm512_loadu_si512(a[i] + p + 32 * h);
-#pragma GCC unroll 4
-          for (int j = 0; j < NB; ++j) {
-            const __m512i w0 = src.load32(w[j] + (p + 32 * h) * es);
-#pragma GCC unroll 4
-            for (int i = 0; i < MB; ++i) part[i][j] = dot_bf16(part[i][j], a0[i], w0);
-          }
-        }
-      } else {  // 64 values converted at once (fp8): 2 * MB + 2 vectors live
-        __m512i a0[MB], a1[MB];
-#pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i) {
-          a0[i] = _mm512_loadu_si512(a[i] + p);
-          a1[i] = _mm512_loadu_si512(a[i] + p + 32);
-        }
+        for (int i = 0; i < MB; ++i) a0[i] = _mm512_loadu_si512(a[i] + p + 32 * h);
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) {
-          __m512i w0, w1;
-          src.load64(w[j] + p * es, w0, w1);
+          const __m512i w0 = src.load32(w[j] + (p + 32 * h) * es);
 #pragma GCC unroll 4
-          for (int i = 0; i < MB; ++i)
-            part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
+          for (int i = 0; i < MB; ++i) part[i][j] = dot_bf16(part[i][j], a0[i], w0);
         }
       }
     }
@@ -164,19 +145,18 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // 32 x (8x4096x320) 1.46x, 128 x (8x2048x128) 1.02-1.09x, 4 x (8x2048x128) 0.95-0.96x (every
   // block row by row: 0.90-0.94x there).
   auto sum_rows = [&](std::int64_t k64, __m512(&part)[MB][NB]) __attribute__((always_inline)) {
-    if constexpr (Source::kByHalves)
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) {
+    for (int j = 0; j < NB; ++j) {
 #pragma GCC unroll 2
-        for (std::int64_t p = 0; p < k64; p += 32) {
-          if (ahead > 0)  // the line `ahead` bytes further on in address order (the rows are)
-            _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + ahead), _MM_HINT_T0);
-          const __m512i w0 = src.load32(w[j] + p * es);
+      for (std::int64_t p = 0; p < k64; p += 32) {
+        if (ahead > 0)  // the line `ahead` bytes further on in address order (the rows are)
+          _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + ahead), _MM_HINT_T0);
+        const __m512i w0 = src.load32(w[j] + p * es);
 #pragma GCC unroll 4
-          for (int i = 0; i < MB; ++i)
-            part[i][j] = dot_bf16(part[i][j], _mm512_loadu_si512(a[i] + p), w0);
-        }
+        for (int i = 0; i < MB; ++i)
+          part[i][j] = dot_bf16(part[i][j], _mm512_loadu_si512(a[i] + p), w0);
       }
+    }
   };
   // The sums reduce in trees (Avx512::hsum16 and hsum4), not one horizontal sum each: with a short
   // K (attention's K = 128: two k steps per row) the reduction costs as much as the products
@@ -197,87 +177,33 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
       }
     }
   };
-  if constexpr (Source::kScaled) {  // K a multiple of 64; each 128 block scaled on its own
-    if constexpr (MB == 4 && NB == 4) {
-      // The 16 sums of each 128 block reduced into one vector (hsum16: lane 4 i + j holds sums
-      // (i, j)) and scaled there: one register of totals, where 16 totals beside the 16 partial
-      // sums took every register and spilled.
-      const __m512i rows = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-      __m512 tot = carry.load ? carry.sums[0] : _mm512_setzero_ps();
-      for (std::int64_t b0 = 0; b0 < g.k; b0 += kFp8Block) {
-        __m512 part[MB][NB];
-        zero_sums(part);
-        sum(b0, std::min(g.k, b0 + kFp8Block), part);
-        const std::int64_t kb = b0 / kFp8Block;
-        const float* as = g.a_scale + i0 * g.ld_ascale + kb;
-        const float* ws = g.w_scale + kb;
-        const std::int64_t lda = g.ld_ascale, ldw = g.ld_wscale;
-        const __m512 sa = _mm512_permutexvar_ps(
-            rows, _mm512_castps128_ps512(_mm_setr_ps(as[0], as[lda], as[2 * lda], as[3 * lda])));
-        const __m512 sw = _mm512_broadcast_f32x4(
-            _mm_setr_ps(ws[(j0 / kFp8Block) * ldw], ws[((j0 + 1) / kFp8Block) * ldw],
-                        ws[((j0 + 2) / kFp8Block) * ldw], ws[((j0 + 3) / kFp8Block) * ldw]));
-        tot = _mm512_fmadd_ps(hsum_block(part), _mm512_mul_ps(sa, sw), tot);
-      }
-      if (carry.save) {
-        carry.sums[0] = tot;
-        return;
-      }
-      store_rows4(g.out + i0 * g.ldo + (j0 - g.n0), g.ldo, tot);
-      return;
+  // All of K in one sum; the last < 64 values with zeros beyond K on both sides.
+  __m512 part[MB][NB];
+  zero_sums(part);
+  const std::int64_t k64 = g.k - g.k % 64;
+  if (!kSpread && i0 == 0 && short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1))
+    sum_rows(k64, part);
+  else
+    sum(0, k64, part);
+  if (k64 < g.k) {
+    const std::int64_t r = g.k - k64;
+    const __mmask32 m0 = tail_mask(r, 0), m1 = tail_mask(r, 1);
+    __m512i a0[MB], a1[MB];
+#pragma GCC unroll 4
+    for (int i = 0; i < MB; ++i) {
+      a0[i] = _mm512_maskz_loadu_epi16(m0, a[i] + k64);
+      a1[i] = _mm512_maskz_loadu_epi16(m1, a[i] + k64 + 32);
     }
-    __m512 acc[MB][NB];
-    zero_sums(acc);
-    if (carry.load)
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+      __m512i w0, w1;
+      src.load_tail(w[j] + k64 * es, m0, m1, w0, w1);
+#pragma GCC unroll 4
       for (int i = 0; i < MB; ++i)
-        for (int j = 0; j < NB; ++j) acc[i][j] = carry.sums[i * kDecodeRows + j];
-    for (std::int64_t b0 = 0; b0 < g.k; b0 += kFp8Block) {
-      __m512 part[MB][NB];
-      zero_sums(part);
-      sum(b0, std::min(g.k, b0 + kFp8Block), part);
-      const std::int64_t kb = b0 / kFp8Block;
-      for (int j = 0; j < NB; ++j) {
-        const float ws = g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + kb];
-        for (int i = 0; i < MB; ++i)
-          acc[i][j] = _mm512_fmadd_ps(
-              part[i][j], _mm512_set1_ps(ws * g.a_scale[(i0 + i) * g.ld_ascale + kb]), acc[i][j]);
-      }
+        part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
     }
-    if (carry.save) {
-      for (int i = 0; i < MB; ++i)
-        for (int j = 0; j < NB; ++j) carry.sums[i * kDecodeRows + j] = acc[i][j];
-      return;
-    }
-    store(acc);
-  } else {  // all of K in one sum; the last < 64 values with zeros beyond K on both sides
-    __m512 part[MB][NB];
-    zero_sums(part);
-    const std::int64_t k64 = g.k - g.k % 64;
-    if (Source::kByHalves && !kSpread && i0 == 0 &&
-        short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1))
-      sum_rows(k64, part);
-    else
-      sum(0, k64, part);
-    if (k64 < g.k) {
-      const std::int64_t r = g.k - k64;
-      const __mmask32 m0 = tail_mask(r, 0), m1 = tail_mask(r, 1);
-      __m512i a0[MB], a1[MB];
-#pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) {
-        a0[i] = _mm512_maskz_loadu_epi16(m0, a[i] + k64);
-        a1[i] = _mm512_maskz_loadu_epi16(m1, a[i] + k64 + 32);
-      }
-#pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) {
-        __m512i w0, w1;
-        src.load_tail(w[j] + k64 * es, m0, m1, w0, w1);
-#pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i)
-          part[i][j] = dot_bf16(dot_bf16(part[i][j], a0[i], w0), a1[i], w1);
-      }
-    }
-    store(part);
   }
+  store(part);
 }
 
 // The blocks of rows of A, in order: R rows at a time, then (R >= 4) two, then one. Calls
@@ -295,8 +221,7 @@ inline __attribute__((always_inline)) std::int64_t for_row_blocks(std::int64_t m
   return b;
 }
 
-// carry.sums (when set) is the first W row's column of the carried sums, rows of A at stride
-// kDecodeRows.
+// (carry: see Carry.)
 template <class Source, int NB>
 void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, std::int64_t ahead,
                      const Carry& carry = {}) {
@@ -347,83 +272,6 @@ std::int64_t pairs_decode_spread(const DecodeArgs& g, const Source& src,
   return j0;
 }
 
-// W rows already converted to bf16 pairs (pairs_decode_converted's buffer): plain loads, each
-// 128-wide K block scaled.
-struct ConvertedSource {
-  static constexpr int kBytes = 2, kRows = 4;
-  static constexpr bool kScaled = true, kByHalves = true, kConvertOnce = false;
-  static __m512i load32(const std::uint8_t* p) { return _mm512_loadu_si512(p); }
-};
-
-// Sources that cost several instructions per vector to convert (fp8: two lookups, a blend and
-// two interleaves per 64 values), from four rows of A: each group of W rows is converted a chunk
-// of K at a time (g.k_tile values, a multiple of 128) into bf16 pairs in g.scratch, once, and
-// every block of rows of A multiplies the chunk from L1 in blocks of four (plain loads of the
-// converted rows leave the registers for four rows of A; a 4 x 4 block reduces each 128 block's
-// sums into one vector before scaling them, so 16 totals do not spill). The blocks' sums wait in
-// g.scratch between chunks. Without it every block of two rows of A converted W again: fp8
-// decode 1.12x (M = 4) to 1.85x (M = 32) faster on 2 threads (docs/gemm.md, twelfth session);
-// at M = 3 converting again per block was faster (this path 0.76-0.89x of it).
-template <class Source>
-void pairs_decode_converted(const DecodeArgs& g, const Source& src, std::int64_t ahead) {
-  constexpr std::int64_t es = Source::kBytes;
-  const std::int64_t kc = g.k_tile;
-  auto* buf = reinterpret_cast<std::uint16_t*>(g.scratch);  // kDecodeRows rows of kc values
-  // After the buffer (decode_scratch_floats: kDecodeRows * k_tile floats, twice what the bf16
-  // rows need), the carried sums of up to kDecodeMaxM rows of A: 64-byte aligned.
-  auto* sums = reinterpret_cast<__m512*>(g.scratch + kDecodeRows * g.k_tile);
-  const auto* base = static_cast<const std::uint8_t*>(g.w);
-  const std::int64_t row_bytes = g.k * es;
-  const ConvertedSource conv;
-  for (std::int64_t j0 = g.n0; j0 < g.n1; j0 += kDecodeRows) {
-    const int nb = static_cast<int>(std::min<std::int64_t>(kDecodeRows, g.n1 - j0));
-    const std::uint8_t* w[kDecodeRows];
-    for (int j = 0; j < nb; ++j) w[j] = base + (j0 + j) * g.ldw * es;
-    // The prefetch runs `ahead` bytes along each row, and past its end into the next group's row.
-    const std::uint8_t* next[kDecodeRows];
-    for (int j = 0; j < nb; ++j)
-      next[j] = j0 + kDecodeRows + j < g.n1 ? w[j] + kDecodeRows * g.ldw * es - row_bytes : nullptr;
-    for (std::int64_t c0 = 0; c0 < g.k; c0 += kc) {
-      const std::int64_t c1 = std::min(g.k, c0 + kc);
-      for (std::int64_t p = c0; p < c1; p += 64) {
-        for (int j = 0; j < nb; ++j) {
-          if (ahead > 0) {
-            const std::int64_t q = p * es + ahead;
-            const std::uint8_t* t = q < row_bytes ? w[j] + q : next[j] ? next[j] + q : nullptr;
-            if (t != nullptr) _mm_prefetch(reinterpret_cast<const char*>(t), _MM_HINT_T0);
-          }
-          __m512i w0, w1;
-          src.load64(w[j] + p * es, w0, w1);
-          _mm512_store_si512(buf + j * kc + (p - c0), w0);
-          _mm512_store_si512(buf + j * kc + (p - c0) + 32, w1);
-        }
-      }
-      DecodeArgs h = g;  // the chunk: W from the buffer, A and the scales from c0
-      h.w = buf;
-      h.ldw = kc;
-      h.k = c1 - c0;
-      h.n0 = 0;
-      h.n1 = nb;
-      h.out = g.out + (j0 - g.n0);
-      h.a16 = g.a16 + c0;
-      h.a_scale = g.a_scale + c0 / kFp8Block;
-      // The group's rows share one 128-row scale block: g.n0 is a multiple of kDecodeRows (the
-      // decode blocks' columns are), and so is j0.
-      h.w_scale = g.w_scale + (j0 / kFp8Block) * g.ld_wscale + c0 / kFp8Block;
-      const Carry carry{sums, c0 > 0, c1 < g.k};
-      if (nb == kDecodeRows) {
-        pairs_rows_of_a<ConvertedSource, kDecodeRows>(h, conv, 0, 0, carry);
-      } else {
-        for (int j = 0; j < nb; ++j) {
-          Carry cj = carry;
-          cj.sums += j;
-          pairs_rows_of_a<ConvertedSource, 1>(h, conv, j, 0, cj);
-        }
-      }
-    }
-  }
-}
-
 // Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond
 // the first ahead along each W row (--stages 1: none, the hardware prefetcher alone) - except
 // for bf16 W against one block of rows of A (M <= 4), a plain stream the hardware prefetcher
@@ -433,21 +281,16 @@ void pairs_decode_converted(const DecodeArgs& g, const Source& src, std::int64_t
 // 1 x 16384 x 4096 and K = 128 / 768 level; M = 2 x 7168 x 18432 1.05-1.19x, 2 x 16384 x 4096
 // 1.05-1.09x, 3 x 16384 x 4096 1.06-1.08x, 4 x 7168 x 18432 1.12-1.18x, 4 x 4096 x 14336
 // 1.08x, 4 x 4096 x 2048 1.07-1.10x; at M = 8 the prefetch pays (4096 x 14336: 1.08x with
-// it), and fp8 (converted in registers, more work per byte) needs it at every M (1 x 7168 x
-// 2048 1.31-1.41x with it, 4 x 7168 x 18432 1.28-1.38x).
+// it). The fp8 decode (converted in registers, more work per byte) needs it at every M (1 x
+// 7168 x 2048 1.31-1.41x with it, 4 x 7168 x 18432 1.28-1.38x).
 template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
-  const bool hardware_only = !Source::kScaled && g.m <= Source::kRows;
+  const bool hardware_only = g.m <= Source::kRows;
   const std::int64_t ahead = hardware_only ? 0 : std::int64_t{4096} * (g.stages - 1);
-  if constexpr (Source::kConvertOnce)
-    if (g.m >= kPairsConvertMinM && g.scratch != nullptr)
-      return pairs_decode_converted(g, src, ahead);
   std::int64_t j0 = g.n0;
   // --stages: 6 KiB of each W row per stage beyond the first (K = 768: four groups on).
   const std::int64_t row_bytes = g.k * Source::kBytes;
-  bool spread = false;
-  if constexpr (!Source::kScaled)
-    spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
+  const bool spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
   if (spread)
     j0 = pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
   else
