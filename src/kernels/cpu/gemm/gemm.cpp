@@ -1380,8 +1380,6 @@ Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
   return pr;
 }
 
-// Runs every problem of the batch (already resolved) in one region: converts A for the
-// decode problems that need it, makes the blocks, executes, sums the split-K partials.
 // Floats of the region's buffer that the decode path's converted A takes: fp32 rows of K, or
 // fp8 x fp8 as bf16 rows of whole super-blocks (fp8_pairs_row).
 std::int64_t decode_a_floats(const Problem& pr) {
@@ -1390,6 +1388,8 @@ std::int64_t decode_a_floats(const Problem& pr) {
   return round_up(fp8_pairs ? ceil_div(p.m * detail::fp8_pairs_row(p.k), 2) : p.m * p.k, 16);
 }
 
+// Runs every problem of the batch (already resolved) in one region: converts A for the
+// decode problems that need it, makes the blocks, executes, sums the split-K partials.
 // `seq_ns` >= 0: the threads are the engine's choice (see execute), for a job that is part of
 // a sequence of this total rough time (0: the job alone); < 0: the schedule fixed them.
 void execute_problems(Batch& bt, int threads, double seq_ns) {
