@@ -89,11 +89,12 @@ __attribute__((always_inline)) inline __m512i gather(const std::uint8_t* p, int 
   return _mm512_mask_loadu_epi64(x, hi, p + kFp8Block - 32 + 32 * t);  // high half from + 128
 }
 
-// s[0] in lanes 0-7, s[1] (read only if `two`, else 0) in lanes 8-15: a super-block's scales.
+// s[0] in lanes 0-7, s[1] (read only if `two`, else s[0]: the lanes of a block past K hold
+// sums of zeros) in lanes 8-15: a super-block's scales. Two broadcasts from memory, the second
+// merged under a mask (a masked load and a lane permute: 0.93x in cache, 8 x 64 x 7168).
 __attribute__((always_inline)) inline __m512 scale_pair(const float* s, bool two) {
-  const __m128 v = _mm_maskz_loadu_ps(two ? 3 : 1, s);
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                               _mm512_castps128_ps512(v));
+  const __m512 v = _mm512_set1_ps(s[0]);
+  return two ? _mm512_mask_mov_ps(v, 0xff00, _mm512_set1_ps(s[1])) : v;
 }
 
 // Rows i0.. of A (MB <= 4 of them) times the four W rows w[0..3] over K values [c0, c1) (c0 a
