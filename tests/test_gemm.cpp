@@ -573,7 +573,8 @@ void fp8_nan_code_case(Isa isa, Path path, std::int64_t m, std::int64_t k, bool 
 }
 
 // fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): one or two rows of A
-// in the stream order, more in super-blocks of two scale blocks (blocks of four rows, then one
+// in the stream order (W rows one after another where they lie back to back and are short: the
+// unpadded cases; four side by side where padded or split), more in super-blocks of two scale blocks (blocks of four rows, then one
 // of the 1-3 left: M 3-5, 7, 17, 38), W row groups of 4 and a tail group of 1-3 (N 1, 13, 130),
 // K a multiple of 64 whose last super-block holds 64, 128 or 192 values (64, 384, 192, 1088),
 // K in chunks of k_tile from five rows of A (one and three scale blocks: whole super-blocks),
