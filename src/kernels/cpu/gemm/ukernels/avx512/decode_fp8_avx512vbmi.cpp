@@ -283,7 +283,9 @@ inline __attribute__((always_inline)) void fp8_row_blocks(std::int64_t m, Block&
 }  // namespace
 
 // W rows [n0, n1) in groups of four (the last group's missing rows repeat its last row, and
-// are not stored), all rows of A against each group. With more than one block of rows of A, K
+// are not stored), all rows of A against each group. One or two rows of A take the stream order
+// (fp8_rows on short rows back to back, else fp8_stream); more the super-blocks (fp8_block, in
+// blocks of four rows of A and one of the 1-3 left). With more than one block of rows of A, K
 // runs in chunks of k_tile values (rounded up to whole super-blocks), so that the other blocks
 // find the group's chunk of W in L1 (8 x 7168 x 18432 in cache: 1.34x against all of K at
 // once); every block converts W for itself (converting once into bf16 pairs in L1 for all the

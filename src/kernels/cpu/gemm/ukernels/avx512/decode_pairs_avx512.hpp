@@ -281,8 +281,9 @@ std::int64_t pairs_decode_spread(const DecodeArgs& g, const Source& src,
 // 1 x 16384 x 4096 and K = 128 / 768 level; M = 2 x 7168 x 18432 1.05-1.19x, 2 x 16384 x 4096
 // 1.05-1.09x, 3 x 16384 x 4096 1.06-1.08x, 4 x 7168 x 18432 1.12-1.18x, 4 x 4096 x 14336
 // 1.08x, 4 x 4096 x 2048 1.07-1.10x; at M = 8 the prefetch pays (4096 x 14336: 1.08x with
-// it). The fp8 decode (converted in registers, more work per byte) needs it at every M (1 x
-// 7168 x 2048 1.31-1.41x with it, 4 x 7168 x 18432 1.28-1.38x).
+// it). The fp8 decode (converted in registers, more work per byte) needs it wherever it reads
+// rows side by side (1 x 7168 x 2048 1.31-1.41x with it then, 4 x 7168 x 18432 1.28-1.38x); its
+// short rows at M = 1-2 now run in address order without it.
 template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
   const bool hardware_only = g.m <= Source::kRows;
