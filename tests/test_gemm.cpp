@@ -574,13 +574,14 @@ void fp8_nan_code_case(Isa isa, Path path, std::int64_t m, std::int64_t k, bool 
 
 // fp8 A and W on the decode path as bf16 pairs (AVX512-BF16 + VBMI CPUs): one or two rows of A
 // in the stream order (W rows one after another where they lie back to back and are short: the
-// unpadded cases; four side by side where padded or split), more in super-blocks of two scale blocks (blocks of four rows, then one
-// of the 1-3 left: M 3-5, 7, 17, 38), W row groups of 4 and a tail group of 1-3 (N 1, 13, 130),
-// K a multiple of 64 whose last super-block holds 64, 128 or 192 values (64, 384, 192, 1088),
-// K in chunks of k_tile from five rows of A (one and three scale blocks: whole super-blocks),
-// split-K slices (whole super-blocks), both thread counts, padded leading dimensions, alpha/beta
-// and a bf16 C; exact on small integers. K = 100 takes the fp32 route (checked the same way). The
-// default decodes fp8 x fp8 up to M = 64 where the pairs run (32 otherwise).
+// unpadded cases; four side by side where padded or split), more in super-blocks of two scale
+// blocks (blocks of four rows, then one of the 1-3 left: M 3-5, 7, 17, 38), W row groups of 4 and a
+// tail group of 1-3 (N 1, 13, 130), K a multiple of 64 whose last super-block holds 64, 128 or 192
+// values (64, 384, 192, 1088), K in chunks of k_tile from five rows of A (one and three scale
+// blocks: whole super-blocks), split-K slices (whole super-blocks), both thread counts, padded
+// leading dimensions, alpha/beta and a bf16 C; exact on small integers. K = 100 takes the fp32
+// route (checked the same way). The default decodes fp8 x fp8 up to M = 64 where the pairs run (32
+// otherwise).
 TEST(Gemm, Fp8PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::fp8;
@@ -622,12 +623,12 @@ TEST(Gemm, Fp8PairsDecode) {
       fp8_nan_code_case(Isa::automatic, Path::decode, 3, k, in_a, 1, 1);
 }
 
-// bf16 A and W on the decode path as bf16 pairs (AVX512-BF16 CPUs): rows of A in blocks of
-// four, two and one (M 1-7, 17, 64), W row groups of 4 and single tail rows, any K (1, 31, 33,
-// 63, 64, 100, 2048: the masked tail of < 64 values), split-K slices, both thread counts,
-// padded (odd) leading dimensions, alpha/beta and a bf16 C; exact on small integers; NaN and
-// Inf in A or W reach only their outputs. The default decodes bf16 x bf16 up to
-// decode_max_m_pairs.
+// bf16 A and W on the decode path as bf16 pairs (AVX512-BF16 CPUs): rows of A in blocks of four,
+// two and one (M 1-7, 17, 64; M = 2 on W rows in order past 1 MiB a call), W row groups of 4 and
+// single tail rows, any K (1, 31, 33, 63, 64, 100, 2048: the masked tail of < 64 values), split-K
+// slices, both thread counts, padded (odd) leading dimensions, alpha/beta and a bf16 C; exact on
+// small integers; NaN and Inf in A or W reach only their outputs. The default decodes bf16 x bf16
+// up to decode_max_m_pairs.
 TEST(Gemm, Bf16PairsDecode) {
   Params q;
   q.a_type = q.b_type = DType::bf16;
@@ -647,6 +648,16 @@ TEST(Gemm, Bf16PairsDecode) {
   EXPECT_FALSE(detail::decodes_bf16_pairs(q, detail::family(Isa::avx2)));
   decode_grid(DType::bf16, {1, 2, 3, 4, 5, 6, 7, 8, 17, 64},
               {1, 31, 33, 63, 64, 100, 768, 1000, 2048}, 3);
+  // Two rows of A against rows of 2-4 KiB with more than 1 MiB of W a call: the rows in order.
+  for (std::int64_t k : {1536, 2048, 2000})
+    for (int threads : {1, 2}) {
+      Case c{};
+      c.at = c.bt = DType::bf16;
+      c.path = Path::decode;
+      c.m = 2, c.n = 522, c.k = k;
+      c.threads = threads;
+      run_case(c);
+    }
   // NaN or Inf in A or W: that row's / column's outputs are NaN (Inf * 1 summed with the rest,
   // Inf * 0 where the partner is 0: NaN either way with these values), the others exact.
   const std::uint16_t one = f32_to_bf16(1.0f), zero = f32_to_bf16(0.0f);

@@ -86,6 +86,9 @@ struct GroupPrefetch {
   int per_step = 0;
 };
 
+// W per call past which the two-row blocks read short rows in order (the L2 of this machine).
+constexpr std::int64_t kPairRowsMinBytes = std::int64_t{1} << 20;
+
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
 // `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of
 // gp in every step slowed the one-row blocks by 1.15-1.2x.)
@@ -181,7 +184,13 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   __m512 part[MB][NB];
   zero_sums(part);
   const std::int64_t k64 = g.k - g.k % 64;
-  if (!kSpread && i0 == 0 && short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1))
+  // Two rows of A (M = 2) take the rows in order up to 4 KiB where this call's W is past the L2
+  // (streamed from memory): cold, 1 thread, 2 x 7168 x 2048 1.15x, 2 x 8192 x 1536 1.22x; in
+  // cache the chains of one sum per row of A run 0.61x (2 x 64 x 2048), so small W stays here.
+  if (!kSpread && i0 == 0 &&
+      (short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1) ||
+       (MB == 2 && g.m == 2 && g.ldw == g.k && row_bytes <= 4096 &&
+        (g.n1 - g.n0) * row_bytes > kPairRowsMinBytes)))
     sum_rows(k64, part);
   else
     sum(0, k64, part);
