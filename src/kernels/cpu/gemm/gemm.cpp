@@ -1162,7 +1162,8 @@ Problem make_problem(const Params& p, const Schedule& s) {
   pr.ldb_s = p.ldb_scale != 0 ? p.ldb_scale : kb;
   pr.e4m3 = e4m3_table();
   if (s.split_k > 1) {  // (the fp8 pairs decode: whole super-blocks of A's order)
-    const std::int64_t unit = detail::decodes_fp8_pairs(p, *pr.fam) ? 2 * kFp8Block : kFp8Block;
+    const std::int64_t unit =
+        detail::decodes_fp8_pairs(p, *pr.fam) ? detail::kFp8PairsSuper : kFp8Block;
     pr.kslice = round_up(ceil_div(p.k, s.split_k), unit);
     pr.slices = static_cast<int>(ceil_div(p.k, pr.kslice));
   }

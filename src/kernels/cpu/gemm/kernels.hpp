@@ -151,8 +151,9 @@ inline constexpr int kDecodeRows = 4;            // W rows per register tile (al
 // scale blocks, zero past K. With more than kDecodeRows rows of A it runs K in chunks of
 // k_tile values; with fewer, and in the bf16 pairs decode, k_tile plays no part. Up to two rows
 // of A it reads W in address order (the stream order), with more in super-blocks.
+inline constexpr std::int64_t kFp8PairsSuper = 2 * kFp8Block;  // K values of a super-block
 inline constexpr std::int64_t fp8_pairs_row(std::int64_t k) {
-  return (k + 255) / 256 * 256;
+  return (k + kFp8PairsSuper - 1) / kFp8PairsSuper * kFp8PairsSuper;
 }
 inline constexpr bool fp8_pairs_super(std::int64_t m) {
   return m > 2;

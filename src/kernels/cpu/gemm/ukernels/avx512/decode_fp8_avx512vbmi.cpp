@@ -70,7 +70,7 @@ struct E4m3Lookup {
   }
 };
 
-constexpr std::int64_t kSuper = 2 * kFp8Block;  // K values of a super-block: two scale blocks
+constexpr std::int64_t kSuper = kFp8PairsSuper;  // K values of a super-block: two scale blocks
 
 // Step t (0-3) of the super-block at p, `left` values of the row from p on: bytes 32t.. of
 // its first scale block in the low 256 bits, 128 + 32t.. of its second in the high. In a row's
@@ -295,7 +295,7 @@ inline __attribute__((always_inline)) void fp8_row_blocks(std::int64_t m, Block&
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
   const E4m3Lookup lut(g.e4m3);
   const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);
-  const std::int64_t kc = g.m > kDecodeRows ? (g.k_tile + kSuper - 1) / kSuper * kSuper : g.k;
+  const std::int64_t kc = g.m > kDecodeRows ? fp8_pairs_row(g.k_tile) : g.k;
   const auto* base = static_cast<const std::uint8_t*>(g.w);
   alignas(64) __m512 tot[kDecodeMaxM * kDecodeRows];
   for (std::int64_t j0 = g.n0; j0 < g.n1; j0 += kDecodeRows) {
