@@ -70,7 +70,12 @@ struct E4m3Lookup {
   }
 };
 
-constexpr std::int64_t kSuper = kFp8PairsSuper;  // K values of a super-block: two scale blocks
+constexpr std::int64_t kSuper = kFp8PairsSuper;
+
+// W bytes per call past which the stream order prefetches the next group into L2 (this
+// machine's L2: smaller W is likely there already).
+constexpr std::int64_t kFp8L2MinBytes = std::int64_t{1}
+                                        << 20;  // K values of a super-block: two scale blocks
 
 // Step t (0-3) of the super-block at p, `left` values of the row from p on: bytes 32t.. of
 // its first scale block in the low 256 bits, 128 + 32t.. of its second in the high. In a row's
@@ -160,11 +165,20 @@ __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& 
 // per W vector the super-blocks' gather (two loads and an insert per 64 values) and their flush
 // through memory cost more than they save: cold, 2 threads, in one process, 1 x 7168 x 2048
 // 0.90-0.97x and 2 x 7168 x 2048 0.86-0.92x against this loop.
+//
+// With `l2`, each step also prefetches into L2 the next group's lines at the same place in
+// their rows (next[j] + p: one group, 4 rows of W, ahead), beside the L1 prefetch `ahead`
+// bytes on. At two dots and two lookups per 64 bytes the loop holds too few loads in flight for
+// the hardware prefetcher to keep memory busy (the same loop without the lookups ran level; with
+// one dot instead of two, 1.2x): cold, 2 threads, in one process, 1 x 4096 x 14336 1.33-1.4x
+// (to 41 GB/s), 1 x 7168 x 18432 1.38x, 1 x 8192 x 7168 1.25-1.5x, 2 x 4096 x 7168 1.3x. A
+// distance along the rows instead (T1, 8 / 16 / 32 / 64 KiB on) gained 1.05-1.25x. W already
+// in L2 (1 x 64 x 14336) ran 0.91x with it, so the caller asks for it past kFp8L2MinBytes.
 template <int MB>
 __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup& lut,
                                           const std::uint8_t* const* w,
                                           const std::uint8_t* const* next, const float* ws,
-                                          __m512* tot, std::int64_t ahead) {
+                                          __m512* tot, std::int64_t ahead, bool l2) {
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + i * g.lda16;
   __m512 acc[MB][kDecodeRows];
@@ -181,6 +195,9 @@ __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup&
           _mm_prefetch(reinterpret_cast<const char*>(q < g.k ? w[j] + q : next[j] + (q - g.k)),
                        _MM_HINT_T0);
       }
+      if (l2)
+        for (int j = 0; j < kDecodeRows; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>(next[j] + p), _MM_HINT_T1);
       __m512i a0[MB], a1[MB];
       for (int i = 0; i < MB; ++i) {
         a0[i] = _mm512_loadu_si512(a[i] + p);
@@ -312,13 +329,14 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
     const float* ws = g.w_scale + (j0 / kFp8Block) * g.ld_wscale;
     if (!fp8_pairs_super(g.m)) {
       const bool rows = g.ldw == g.k && g.k * g.m <= kFp8RowOrderMaxK;
+      const bool l2 = g.stages > 1 && (g.n1 - g.n0) * g.ldw > kFp8L2MinBytes;
       if (g.m == 1) {
         rows ? fp8_rows<1>(g, lut, w, cols, ws, tot)
-             : fp8_stream<1>(g, lut, w, next, ws, tot, ahead);
+             : fp8_stream<1>(g, lut, w, next, ws, tot, ahead, l2);
         store_totals<1>(g, 0, j0, cols, tot);
       } else {
         rows ? fp8_rows<2>(g, lut, w, cols, ws, tot)
-             : fp8_stream<2>(g, lut, w, next, ws, tot, ahead);
+             : fp8_stream<2>(g, lut, w, next, ws, tot, ahead, l2);
         store_totals<2>(g, 0, j0, cols, tot);
       }
       continue;
