@@ -70,12 +70,12 @@ struct E4m3Lookup {
   }
 };
 
+// K values of a super-block: two scale blocks.
 constexpr std::int64_t kSuper = kFp8PairsSuper;
 
-// W bytes per call past which the stream order prefetches the next group into L2 (this
+// W bytes per call past which the loops prefetch the next group of W rows into L2 (this
 // machine's L2: smaller W is likely there already).
-constexpr std::int64_t kFp8L2MinBytes = std::int64_t{1}
-                                        << 20;  // K values of a super-block: two scale blocks
+constexpr std::int64_t kFp8L2MinBytes = std::int64_t{1} << 20;
 
 // Step t (0-3) of the super-block at p, `left` values of the row from p on: bytes 32t.. of
 // its first scale block in the low 256 bits, 128 + 32t.. of its second in the high. In a row's
@@ -105,14 +105,17 @@ __attribute__((always_inline)) inline __m512 scale_pair(const float* s, bool two
 // Rows i0.. of A (MB <= 4 of them) times the four W rows w[0..3] over K values [c0, c1) (c0 a
 // multiple of kSuper): each super-block's sums, scaled, added onto tot[i * 4 + j]. W is
 // prefetched `ahead` bytes further on in the order the rows are consumed (past a row's end, the
-// row of the next group: next[j]). Not inlined: in one function with the driver GCC kept the
-// totals in registers and spilled the sums (0.6-0.8x in cache).
+// row of the next group: next[j]), and with `l2` (and ahead) the next group's lines into L2 as
+// fp8_stream does (cold, 2 threads, in one process: 4 x 7168 x 18432 1.06-1.11x, 3 x 4096 x
+// 7168 1.07-1.11x, 8 x 7168 x 18432 1.01-1.06x, 16 x 4096 x 7168 level). Not inlined: in one
+// function with the driver GCC kept the totals in registers and spilled the sums (0.6-0.8x in
+// cache).
 template <int MB>
 __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& lut,
                                          const std::uint8_t* const* w,
                                          const std::uint8_t* const* next, std::int64_t i0,
                                          std::int64_t c0, std::int64_t c1, const float* ws,
-                                         __m512* tot, std::int64_t ahead) {
+                                         __m512* tot, std::int64_t ahead, bool l2) {
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
   const std::int64_t blocks = (g.k + kFp8Block - 1) / kFp8Block;
@@ -127,6 +130,9 @@ __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& 
         for (int j = 0; j < kDecodeRows; ++j)
           _mm_prefetch(reinterpret_cast<const char*>(q < g.k ? w[j] + q : next[j] + (q - g.k)),
                        _MM_HINT_T0);
+        if (l2)  // the next group's super-block, a line a step (as fp8_stream)
+          for (int j = 0; j < kDecodeRows; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>(next[j] + k0 + 64 * t), _MM_HINT_T1);
       }
 #pragma GCC unroll 4
       for (int j = 0; j < kDecodeRows; ++j) {
@@ -327,9 +333,9 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
     // The group's rows share one 128-row scale block: g.n0 is a multiple of kDecodeRows (the
     // decode blocks' columns are), and so is j0.
     const float* ws = g.w_scale + (j0 / kFp8Block) * g.ld_wscale;
+    const bool l2 = g.stages > 1 && (g.n1 - g.n0) * g.ldw > kFp8L2MinBytes;
     if (!fp8_pairs_super(g.m)) {
       const bool rows = g.ldw == g.k && g.k * g.m <= kFp8RowOrderMaxK;
-      const bool l2 = g.stages > 1 && (g.n1 - g.n0) * g.ldw > kFp8L2MinBytes;
       if (g.m == 1) {
         rows ? fp8_rows<1>(g, lut, w, cols, ws, tot)
              : fp8_stream<1>(g, lut, w, next, ws, tot, ahead, l2);
@@ -345,7 +351,7 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
     for (std::int64_t c0 = 0; c0 < g.k; c0 += kc)
       fp8_row_blocks(g.m, [&](auto rows, std::int64_t i0) {
         fp8_block<decltype(rows)::value>(g, lut, w, next, i0, c0, std::min(g.k, c0 + kc), ws,
-                                         tot + i0 * kDecodeRows, i0 == 0 ? ahead : 0);
+                                         tot + i0 * kDecodeRows, i0 == 0 ? ahead : 0, l2);
       });
     fp8_row_blocks(g.m, [&](auto rows, std::int64_t i0) {
       store_totals<decltype(rows)::value>(g, i0, j0, cols, tot + i0 * kDecodeRows);
