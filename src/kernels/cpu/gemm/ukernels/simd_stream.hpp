@@ -22,6 +22,10 @@ namespace attain::gemm::detail {
 inline void prefetch_line(const void* p) {
   asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
 }
+// The same into L2 (prefetcht1).
+inline void prefetch_line_l2(const void* p) {
+  asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));
+}
 
 namespace {
 // The packing transposes' prefetch: the line 256 bytes on in each of `rows` rows. A panel's
@@ -128,6 +132,9 @@ struct Stream {
   // ---- decode ----
   static constexpr int NB = kDecodeRows;
   static constexpr std::int64_t kAheadBytes = 16 * 1024;
+  // W per call past which fp32 W with fewer rows of A than a register block is prefetched (into
+  // L2, where S::kPrefetchL2): this machine's L2.
+  static constexpr std::int64_t kStreamL2MinBytes = std::int64_t{1} << 20;
   static constexpr int MB = S::kDecodeMB;
 
   // The tile the pipeline fetches while this one computes: its W rows and first K index.
@@ -159,37 +166,46 @@ struct Stream {
       r.row[j] = ahead->rows[j < ahead->nb ? j : 0] + (ahead->k0 - k0) * esize<T>();
     return r;
   }
-  // One prefetch per 64-byte line of each ahead row (steps smaller than a line skip).
-  template <DType T>
+  // One prefetch per 64-byte line of each ahead row (steps smaller than a line skip), into L1,
+  // or with kL2 into L2.
+  template <DType T, bool kL2 = false>
   static void prefetch_ahead(const PrefetchRows& pf, std::int64_t p) {
     constexpr std::int64_t step = L * esize<T>();
     if (!pf.on) return;
     if constexpr (step < 64)
       if (((p * esize<T>()) & 63) >= step) return;
 #pragma GCC unroll 4
-    for (int j = 0; j < NB; ++j) prefetch_line(pf.row[j] + p * esize<T>());
+    for (int j = 0; j < NB; ++j) {
+      if constexpr (kL2)
+        prefetch_line_l2(pf.row[j] + p * esize<T>());
+      else
+        prefetch_line(pf.row[j] + p * esize<T>());
+    }
   }
+  // block()'s prefetch (W read in place, each vector once per block of rows of A): into L2
+  // where the ISA says so (S::kPrefetchL2), else L1. Into L1 it fills the L1 with lines the
+  // loop reaches 16 KiB later; into L2 the L1's own prefetcher brings them on from there.
+  static constexpr bool kBlockL2 = S::kPrefetchL2;
 
   // Calls step(p) for p = b0, b0 + L, ... < b1 (b0 a multiple of 64). fp8 rows are scanned
   // for NaN codes on the way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one
   // accumulator (see nan_rows); the steps of a span run unrolled, and the span issues the
   // prefetches (its step functions issue none).
-  template <DType T, int R, class Step>
+  template <DType T, bool kL2, int R, class Step>
   static void steps_scanned(std::int64_t b0, std::int64_t b1, const std::byte* const (&rows)[R],
                             int nr, typename S::NanAcc& nan, const PrefetchRows& pf, Step&& step) {
     std::int64_t p = b0;
     if constexpr (T == DType::fp8) {
       for (; p + S::kNanSpan <= b1; p += S::kNanSpan) {
         if (pf.on && (p & 63) == 0)  // one prefetch per line of each ahead row
-          for (int u = 0; u < S::kNanSpan; u += 64)
-            for (int j = 0; j < NB; ++j) prefetch_line(pf.row[j] + p + u);
+          for (int u = 0; u < S::kNanSpan; u += 64) prefetch_ahead<T, kL2>(pf, p + u);
         for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, S::kNanSpan);
 #pragma GCC unroll 8
         for (int u = 0; u < S::kNanSpan / L; ++u) step(p + u * L);
       }
       if (p < b1) {
         for (int j = 0; j < nr; ++j) nan = S::fp8_nan(nan, rows[j] + p, b1 - p);
-        for (std::int64_t q = p; q < b1; q += 64) prefetch_ahead<T>(pf, q);
+        for (std::int64_t q = p; q < b1; q += 64) prefetch_ahead<T, kL2>(pf, q);
       }
     }
     // Unrolled: one step per iteration reloaded its bound and tested the prefetch flag every
@@ -230,18 +246,15 @@ struct Stream {
 
   template <DType T, int MBc, int NBc>
   static void row_order(const std::byte* const (&rows)[NBc], const float* const (&arow)[MBc],
-                        std::int64_t b0, std::int64_t b1, const PrefetchRows& pf,
-                        V (&acc)[MBc][NBc]) {
-    // The next tile's lines are fetched ahead for blocks of up to 3 rows of A. With 4 the block
-    // computes long enough for the hardware prefetcher to follow the rows in address order, and
-    // the burst of software prefetches at the block's start only got in the way of the tile's
-    // own loads (Zen 4, 2 threads, cold, without it / with it, 4-6 rounds: 4x16384x512
-    // 1.28-1.95x, 8x16384x128 1.27-1.67x, batched 128 x (8x2048x128) 1.37-1.59x, 4 x
-    // (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer rows it was
-    // mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x (2x4096x128)
-    // 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x).
-    if constexpr (MBc < 4)
-      for (std::int64_t p = b0; p < b1; p += 64 / esize<T>()) prefetch_ahead<T>(pf, p);
+                        std::int64_t b0, std::int64_t b1, V (&acc)[MBc][NBc]) {
+    // No software prefetch: the rows in address order are one stream the hardware prefetcher
+    // follows. (With 4 rows of A a burst of prefetches of the next tile at the block's start only
+    // got in the way of the tile's own loads: Zen 4, 2 threads, cold, without it / with it, 4-6
+    // rounds: 4x16384x512 1.28-1.95x, 8x16384x128 1.27-1.67x, batched 128 x (8x2048x128)
+    // 1.37-1.59x, 4 x (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer
+    // rows it was mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x
+    // (2x4096x128) 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x. Into L2, one row,
+    // 1 x 7168 x 2048: 0.92-0.95x.)
 #pragma GCC unroll 4
     for (int j = 0; j < NBc; ++j) {
 #pragma GCC unroll 4
@@ -289,7 +302,7 @@ struct Stream {
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
       auto step = [&](std::int64_t p) __attribute__((always_inline)) {
-        if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T>(pf, p);
+        if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T, kBlockL2 && !kFromBuf>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
         for (int j = 0; j < NBc; ++j) {
@@ -316,9 +329,9 @@ struct Stream {
       if constexpr (kFromBuf) {
         for (std::int64_t p = b0; p < b1; p += L) step(p);
       } else if (row_order_pays<T, MBc>(g, k0, k1)) {
-        row_order<T, MBc, NBc>(rows, arow, b0, b1, pf, acc);
+        row_order<T, MBc, NBc>(rows, arow, b0, b1, acc);
       } else {
-        steps_scanned<T>(b0, b1, rows, NBc, nan, pf, step);
+        steps_scanned<T, kBlockL2>(b0, b1, rows, NBc, nan, pf, step);
       }
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
@@ -407,7 +420,7 @@ struct Stream {
         for (int j = 0; j < nb; ++j)
           sc[j] = S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]);
       typename S::NanAcc nan = S::nan_none();
-      steps_scanned<T>(b0, b1, rows, nb, nan, pf, [&](std::int64_t p) {
+      steps_scanned<T, false>(b0, b1, rows, nb, nan, pf, [&](std::int64_t p) {
         if constexpr (T != DType::fp8) prefetch_ahead<T>(pf, p);
         for (int j = 0; j < nb; ++j) {
           V v = vec_scanned<T>(rows[j], p);
@@ -480,9 +493,17 @@ struct Stream {
     const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
     const std::int64_t total = groups * ktiles;
     // fp32 W with fewer rows of A than a register block is a pure stream the hardware
-    // prefetcher follows; software prefetches only cost it load slots (measured: M=1,
+    // prefetcher follows; software prefetches into L1 only cost it load slots (measured: M=1,
     // N=16384, K=4096, 2 threads: 5.6 ms without, 6.3 ms with; M=8: 11.7 without, 9.9 with).
-    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
+    // Into L2 (S::kPrefetchL2) they pay there too where W is streamed from memory (this call's
+    // W past the L2; in cache 1 x 64 x 14336 0.96x), but not for rows that block() reads one
+    // after another in address order (row_order_pays; there the tiles' bookkeeping cost
+    // 1 x 7168 x 2048 5% cold and 1 x 2048 x 128 10% in cache).
+    const bool in_order = T == DType::f32 && g.m <= S::kRowOrderMaxMB && kv <= g.k_tile &&
+                          short_rows_in_order(g.ldw, g.k, kv * esize<T>(), g.m == 1);
+    const bool streamed = (g.n1 - g.n0) * g.ldw * esize<T>() > kStreamL2MinBytes;
+    const bool sw_prefetch =
+        g.stages > 1 && (!(T == DType::f32 && g.m < MB) || (kBlockL2 && streamed && !in_order));
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(
                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
