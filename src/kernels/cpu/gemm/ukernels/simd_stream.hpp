@@ -132,9 +132,6 @@ struct Stream {
   // ---- decode ----
   static constexpr int NB = kDecodeRows;
   static constexpr std::int64_t kAheadBytes = 16 * 1024;
-  // W per call past which fp32 W with fewer rows of A than a register block is prefetched (into
-  // L2, where S::kPrefetchL2): this machine's L2.
-  static constexpr std::int64_t kStreamL2MinBytes = std::int64_t{1} << 20;
   static constexpr int MB = S::kDecodeMB;
 
   // The tile the pipeline fetches while this one computes: its W rows and first K index.
@@ -493,17 +490,11 @@ struct Stream {
     const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
     const std::int64_t total = groups * ktiles;
     // fp32 W with fewer rows of A than a register block is a pure stream the hardware
-    // prefetcher follows; software prefetches into L1 only cost it load slots (measured: M=1,
+    // prefetcher follows; software prefetches only cost it load slots (measured: M=1,
     // N=16384, K=4096, 2 threads: 5.6 ms without, 6.3 ms with; M=8: 11.7 without, 9.9 with).
-    // Into L2 (S::kPrefetchL2) they pay there too where W is streamed from memory (this call's
-    // W past the L2; in cache 1 x 64 x 14336 0.96x), but not for rows that block() reads one
-    // after another in address order (row_order_pays; there the tiles' bookkeeping cost
-    // 1 x 7168 x 2048 5% cold and 1 x 2048 x 128 10% in cache).
-    const bool in_order = T == DType::f32 && g.m <= S::kRowOrderMaxMB && kv <= g.k_tile &&
-                          short_rows_in_order(g.ldw, g.k, kv * esize<T>(), g.m == 1);
-    const bool streamed = (g.n1 - g.n0) * g.ldw * esize<T>() > kStreamL2MinBytes;
-    const bool sw_prefetch =
-        g.stages > 1 && (!(T == DType::f32 && g.m < MB) || (kBlockL2 && streamed && !in_order));
+    // Into L2 as well (S::kPrefetchL2; attain bench, 2 threads, cold, 4 rounds: 1 x 4096 x
+    // 14336 0.74x on the fastest times, level on the medians).
+    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(
                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
