@@ -95,13 +95,16 @@ constexpr std::int64_t kPairL2MinBytes = std::int64_t{1} << 20;
 // `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of
 // gp in every step slowed the one-row blocks by 1.15-1.2x.)
 //
-// With kL2 (the caller's W past the L2), the first block of rows of A also prefetches the next
-// group's rows into L2 at the place in them it reads in its own (next[j] + row_bytes + the
-// offset; the last group, the rows after it), as the fp8 decode's loops do: the hardware
-// prefetcher alone leaves memory idle while the dots run. Cold, 2 threads, in one process:
-// 1 x 4096 x 14336 1.07-1.24x, 1 x 7168 x 18432 1.0-1.18x, 2 x 4096 x 14336 1.09-1.17x,
-// 4 x 7168 x 18432 1.12-1.33x; 8 x 4096 x 14336 and 16 x 7168 x 2048 level. (A template
-// parameter too: the test in the loop, never taken, slowed 1 x 2048 x 128 in cache 1.1x.)
+// With kL2 (the caller's W past the L2, more than one row of A), the first block of rows of A
+// also prefetches the next group's rows into L2 at the place in them it reads in its own
+// (next[j] + row_bytes + the offset; the last group, the rows after it), as the fp8 decode's
+// loops do: the hardware prefetcher alone leaves memory idle while the dots run. Cold, 2
+// threads, in one process: 2 x 4096 x 14336 1.09-1.17x, 4 x 7168 x 18432 1.12-1.33x (attain
+// bench: 1.26-1.33x and 1.08-1.1x); 8 x 4096 x 14336 and 16 x 7168 x 2048 level. One row of A
+// (one dot per 64 bytes) keeps the hardware prefetcher alone: 1.0-1.24x in the scratch program,
+// but 0.85-0.99x on the medians in attain bench (1 x 4096 x 14336, 1 x 7168 x 18432, 1 x 16384 x
+// 7168). (A template parameter: the test in the loop, never taken, slowed 1 x 2048 x 128 in
+// cache 1.1x.)
 template <class Source, int MB, int NB, bool kSpread = false, bool kL2 = false>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
                  std::int64_t ahead, [[maybe_unused]] const Carry& carry = {},
@@ -318,7 +321,7 @@ void pairs_decode(const DecodeArgs& g, const Source& src) {
   const bool spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
   if (spread)
     j0 = pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
-  else if (g.stages > 1 && (g.n1 - g.n0) * row_bytes > kPairL2MinBytes)
+  else if (g.m > 1 && g.stages > 1 && (g.n1 - g.n0) * row_bytes > kPairL2MinBytes)
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4, true>(g, src, j0, ahead);
   else
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
