@@ -24,10 +24,6 @@ struct Fp32Route {
   static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;  // 16-bit W: long pieces of each row
-  // fp32 W prefetched into L2, not L1 (cold, 2 threads, in one process: 8 x 4096 x 7168
-  // 1.18-1.23x, 6 x 7168 x 2048 1.11-1.14x, 8 x 16384 x 4096 1.09x); fp16 W into L1 (into L2:
-  // 0.84-0.98x; with 4 times the distance 0.98-1.14x, mixed).
-  static constexpr bool kPrefetchL2 = T == DType::f32;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask16 live =

@@ -10,8 +10,7 @@
 //
 // P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
 // per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
-// ahead), kPrefetchL2 (those prefetches into L2, not L1), kWide (K chunks of
-// kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
+// ahead), kWide (K chunks of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
 // pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past K),
 // load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
 #pragma once
@@ -22,7 +21,7 @@
 
 #include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
-#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line, prefetch_line_l2
+#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line
 
 namespace attain::gemm::detail {
 namespace {
@@ -66,13 +65,6 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
   // slower a whole row ahead than half a row (grouped 128 x (8 x 2048 x 768), 2 threads).
   const std::int64_t half = (k1 - k0) / 2 / L * L;
   const std::int64_t ahead = P::kAhead < half ? P::kAhead : half;
-  // Into L2 or L1 (P::kPrefetchL2).
-  auto fetch = [](const void* line) __attribute__((always_inline)) {
-    if constexpr (P::kPrefetchL2)
-      prefetch_line_l2(line);
-    else
-      prefetch_line(line);
-  };
   // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
   constexpr std::int64_t line_steps = 64 / (L * es) > 1 ? 64 / (L * es) : 1;
   const std::byte* w[NB];
@@ -92,7 +84,7 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
     for (; p + ahead < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0) fetch(w[j] + (p + ahead) * es);
+        if ((p / L) % line_steps == 0) prefetch_line(w[j] + (p + ahead) * es);
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);
@@ -111,7 +103,8 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
         if ((p / L) % line_steps == 0)
-          fetch(reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
+          prefetch_line(
+              reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);
