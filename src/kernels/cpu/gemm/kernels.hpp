@@ -50,6 +50,12 @@ void round16_avx2(DType, const float*, std::int64_t, float, float, std::uint16_t
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
 
+// W bytes per decode call past which the AVX-512 decode loops take W as streamed from memory
+// (this machine's L2, 1 MiB; smaller W is likely in it already): the bf16 pairs' two-row
+// blocks read short rows in order, and the fp8 / bf16 pairs loops prefetch the next group of
+// W rows into L2.
+inline constexpr std::int64_t kDecodeStreamedBytes = std::int64_t{1} << 20;
+
 // The panel kernel's largest K chunk of packed A (below) where it keeps A in L1 ...
 inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 // ... and its chunk for 16-bit W on the fp32 route (Fp32Route<bf16 / f16>), A in L2, which sizes

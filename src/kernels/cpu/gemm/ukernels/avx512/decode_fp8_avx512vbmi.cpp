@@ -73,10 +73,6 @@ struct E4m3Lookup {
 // K values of a super-block: two scale blocks.
 constexpr std::int64_t kSuper = kFp8PairsSuper;
 
-// W bytes per call past which the loops prefetch the next group of W rows into L2 (this
-// machine's L2: smaller W is likely there already).
-constexpr std::int64_t kFp8L2MinBytes = std::int64_t{1} << 20;
-
 // Step t (0-3) of the super-block at p, `left` values of the row from p on: bytes 32t.. of
 // its first scale block in the low 256 bits, 128 + 32t.. of its second in the high. In a row's
 // last super-block (left < 256, a multiple of 64) the pieces past the row read as code 0 (+0),
@@ -179,7 +175,7 @@ __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& 
 // one dot instead of two, 1.2x): cold, 2 threads, in one process, 1 x 4096 x 14336 1.33-1.4x
 // (to 41 GB/s), 1 x 7168 x 18432 1.38x, 1 x 8192 x 7168 1.25-1.5x, 2 x 4096 x 7168 1.3x. A
 // distance along the rows instead (T1, 8 / 16 / 32 / 64 KiB on) gained 1.05-1.25x. W already
-// in L2 (1 x 64 x 14336) ran 0.91x with it, so the caller asks for it past kFp8L2MinBytes.
+// in L2 (1 x 64 x 14336) ran 0.91x with it, so the caller asks for it past kDecodeStreamedBytes.
 template <int MB>
 __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup& lut,
                                           const std::uint8_t* const* w,
@@ -333,7 +329,7 @@ void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
     // The group's rows share one 128-row scale block: g.n0 is a multiple of kDecodeRows (the
     // decode blocks' columns are), and so is j0.
     const float* ws = g.w_scale + (j0 / kFp8Block) * g.ld_wscale;
-    const bool l2 = g.stages > 1 && (g.n1 - g.n0) * g.ldw > kFp8L2MinBytes;
+    const bool l2 = g.stages > 1 && (g.n1 - g.n0) * g.ldw > kDecodeStreamedBytes;
     if (!fp8_pairs_super(g.m)) {
       const bool rows = g.ldw == g.k && g.k * g.m <= kFp8RowOrderMaxK;
       if (g.m == 1) {

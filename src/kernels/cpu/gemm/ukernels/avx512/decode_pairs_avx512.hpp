@@ -86,11 +86,6 @@ struct GroupPrefetch {
   int per_step = 0;
 };
 
-// W per call past which the two-row blocks read short rows in order (the L2 of this machine).
-constexpr std::int64_t kPairRowsMinBytes = std::int64_t{1} << 20;
-// W per call past which the first block of rows of A prefetches the next group into L2.
-constexpr std::int64_t kPairL2MinBytes = std::int64_t{1} << 20;
-
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
 // `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of
 // gp in every step slowed the one-row blocks by 1.15-1.2x.)
@@ -207,7 +202,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   if (!kSpread && i0 == 0 &&
       (short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1) ||
        (MB == 2 && g.m == 2 && g.ldw == g.k && row_bytes <= 4096 &&
-        (g.n1 - g.n0) * row_bytes > kPairRowsMinBytes)))
+        (g.n1 - g.n0) * row_bytes > kDecodeStreamedBytes)))
     sum_rows(k64, part);
   else
     sum(0, k64, part);
@@ -321,7 +316,7 @@ void pairs_decode(const DecodeArgs& g, const Source& src) {
   const bool spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
   if (spread)
     j0 = pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
-  else if (g.m > 1 && g.stages > 1 && (g.n1 - g.n0) * row_bytes > kPairL2MinBytes)
+  else if (g.m > 1 && g.stages > 1 && (g.n1 - g.n0) * row_bytes > kDecodeStreamedBytes)
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4, true>(g, src, j0, ahead);
   else
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
