@@ -10,7 +10,9 @@
 //
 // P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
 // per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
-// ahead), kWide (K chunks of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
+// ahead, into L1), kFarBytes (0, or the line this many bytes further on in memory from the one
+// loaded, prefetched into L2: with W's rows back to back, a later tile's rows), kWide (K chunks
+// of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
 // pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past K),
 // load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
 #pragma once
@@ -21,10 +23,20 @@
 
 #include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
-#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line
+#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line, prefetch_line_l2
 
 namespace attain::gemm::detail {
 namespace {
+
+// The 16-bit routes' kFarBytes: beside the L1 prefetch half a chunk ahead (768 B - 2 KiB, too
+// short to hide memory's latency when the rows are short), the line 16 KiB on in memory into L2
+// (twenty-ninth session; attain bench, 2 threads, cold, 3 rounds, against none): bf16 grouped
+// 128 x (8x2048x768) 2.19-2.25x, with skew 1.05-1.10x, batched 128 x (8x128x2048) 1.26-1.29x,
+// 8 x 2048 x 2048 1.14-1.19x, 6 x 7168 x 2048 1.35-1.37x, 8 x 4096 x 14336 / 8 x 16384 x 4096
+// level to 1.06x; fp16 8 x 4096 x 12288 1.19-1.27x, 5 x 4096 x 4096 1.28-1.33x. 8 KiB was
+// 0.85x of 16 on the grouped op, 24 KiB level, 32 KiB 0.82x there (1.07-1.17x on fp16 8 x 4096
+// x 12288).
+constexpr std::int64_t kPanelFarBytes = 16 * 1024;
 
 // Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
 template <class P, int MB>
@@ -84,7 +96,10 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
     for (; p + ahead < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0) prefetch_line(w[j] + (p + ahead) * es);
+        if ((p / L) % line_steps == 0) {
+          prefetch_line(w[j] + (p + ahead) * es);
+          if constexpr (P::kFarBytes > 0) prefetch_line_l2(w[j] + p * es + P::kFarBytes);
+        }
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);
@@ -102,9 +117,11 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
     for (; p < kv; p += L, ap += MB * L) {
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0)
+        if ((p / L) % line_steps == 0) {
           prefetch_line(
               reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
+          if constexpr (P::kFarBytes > 0) prefetch_line_l2(w[j] + p * es + P::kFarBytes);
+        }
         x[j] = P::load(w[j], p);
       }
       panel_step<P, MB, NB>(acc, x, ap);
