@@ -243,7 +243,7 @@ struct Stream {
 
   template <DType T, int MBc, int NBc>
   static void row_order(const std::byte* const (&rows)[NBc], const float* const (&arow)[MBc],
-                        std::int64_t b0, std::int64_t b1, V (&acc)[MBc][NBc]) {
+                        std::int64_t b0, std::int64_t b1, bool far, V (&acc)[MBc][NBc]) {
     // No software prefetch: the rows in address order are one stream the hardware prefetcher
     // follows. (With 4 rows of A a burst of prefetches of the next tile at the block's start only
     // got in the way of the tile's own loads: Zen 4, 2 threads, cold, without it / with it, 4-6
@@ -251,11 +251,17 @@ struct Stream {
     // 1.37-1.59x, 4 x (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer
     // rows it was mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x
     // (2x4096x128) 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x. Into L2, one row,
-    // 1 x 7168 x 2048: 0.92-0.95x.)
+    // 1 x 7168 x 2048: 0.92-0.95x.) From two rows of A, with `far`, the line kRowsFarBytes on
+    // into L2 (kernels.hpp; attain bench, 2 threads, cold: 2 x 16384 x 512 1.18-1.30x, 4 x 16384
+    // x 512 1.33-1.64x, 8 x 16384 x 128 1.05-1.22x, batched 4 x (8x2048x128) 1.08-1.27x, 128 x
+    // (8x2048x128) 1.1-1.23x).
+    constexpr std::int64_t line = 64 / esize<T>();  // values per line: a prefetch per line
 #pragma GCC unroll 4
     for (int j = 0; j < NBc; ++j) {
 #pragma GCC unroll 4
       for (std::int64_t p = b0; p < b1; p += L) {
+        if constexpr (MBc > 1)
+          if (far && p % line == 0) prefetch_line_l2(rows[j] + p * esize<T>() + kRowsFarBytes);
         const V w = vec<T>(rows[j], p);
 #pragma GCC unroll 4
         for (int i = 0; i < MBc; ++i) acc[i][j] = S::fma(S::load(arow[i] + p), w, acc[i][j]);
@@ -326,7 +332,7 @@ struct Stream {
       if constexpr (kFromBuf) {
         for (std::int64_t p = b0; p < b1; p += L) step(p);
       } else if (row_order_pays<T, MBc>(g, k0, k1)) {
-        row_order<T, MBc, NBc>(rows, arow, b0, b1, acc);
+        row_order<T, MBc, NBc>(rows, arow, b0, b1, g.stages > 1, acc);
       } else {
         steps_scanned<T, kBlockL2>(b0, b1, rows, NBc, nan, pf, step);
       }

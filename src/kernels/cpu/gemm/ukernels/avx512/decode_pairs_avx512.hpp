@@ -159,13 +159,19 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // the others find it in L1 and would only pay more A loads): batched 64 x (6x4096x256) 1.73x,
   // 32 x (8x4096x320) 1.46x, 128 x (8x2048x128) 1.02-1.09x, 4 x (8x2048x128) 0.95-0.96x (every
   // block row by row: 0.90-0.94x there).
+  // Two or more rows of A also prefetch the line kRowsFarBytes on into L2 (kernels.hpp; attain
+  // bench, 2 threads, cold: batched 256 x (4x2048x128) 1.21x, 2 x 7168 x 2048 1.18-1.26x,
+  // 2 x 8192 x 1536 0.95-0.98x).
   auto sum_rows = [&](std::int64_t k64, __m512(&part)[MB][NB]) __attribute__((always_inline)) {
+    const bool far = MB > 1 && g.stages > 1;
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
 #pragma GCC unroll 2
       for (std::int64_t p = 0; p < k64; p += 32) {
         if (ahead > 0)  // the line `ahead` bytes further on in address order (the rows are)
           _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + ahead), _MM_HINT_T0);
+        if (far)
+          _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + kRowsFarBytes), _MM_HINT_T1);
         const __m512i w0 = src.load32(w[j] + p * es);
 #pragma GCC unroll 4
         for (int i = 0; i < MB; ++i)
