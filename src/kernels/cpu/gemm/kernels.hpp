@@ -56,14 +56,15 @@ using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::in
 // W rows into L2.
 inline constexpr std::int64_t kDecodeStreamedBytes = std::int64_t{1} << 20;
 
-// Short W rows read one after another in address order (the fp8 and bf16 pairs decodes' row
-// order, the fp32 route's row_order) by a loop with more than one dot or FMA chain per 64 bytes
-// (two or more rows of A, or fp8's conversion): the line this many bytes further on is
-// prefetched into L2 (with --stages > 1). With one row of A and no conversion the hardware
-// prefetcher alone keeps up and the prefetches only cost (twenty-ninth session: bf16 1 x 16384 x
-// 4096 0.64-0.79x, fp32 1 x 7168 x 2048 0.77-0.86x). W in cache pays 0-4% for them (--hot,
+// The line this many bytes further on in memory than the one a decode loop reads, prefetched
+// into L2 (with --stages > 1) by the panel kernel on 16-bit W (decode_panel_avx512.hpp) and by
+// the loops that read short W rows one after another in address order (the fp8 and bf16 pairs
+// decodes' row order, the fp32 route's row_order) with more than one dot or FMA chain per 64
+// bytes (two or more rows of A, or fp8's conversion). With one row of A and no conversion the
+// hardware prefetcher alone keeps up and the prefetches only cost (twenty-ninth session: bf16 1 x
+// 16384 x 4096 0.64-0.79x, fp32 1 x 7168 x 2048 0.77-0.86x). W in cache pays 0-4% for them (--hot,
 // 2 x 2048 x 512 fp32, 1 x 256 x 2048 fp8, batched 8 x (4x2048x128) bf16).
-inline constexpr std::int64_t kRowsFarBytes = 16 * 1024;
+inline constexpr std::int64_t kDecodeFarBytes = 16 * 1024;
 
 // The panel kernel's largest K chunk of packed A (below) where it keeps A in L1 ...
 inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;

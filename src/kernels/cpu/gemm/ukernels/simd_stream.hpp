@@ -251,7 +251,7 @@ struct Stream {
     // 1.37-1.59x, 4 x (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer
     // rows it was mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x
     // (2x4096x128) 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x. Into L2, one row,
-    // 1 x 7168 x 2048: 0.92-0.95x.) From two rows of A, with `far`, the line kRowsFarBytes on
+    // 1 x 7168 x 2048: 0.92-0.95x.) From two rows of A, with `far`, the line kDecodeFarBytes on
     // into L2 (kernels.hpp; attain bench, 2 threads, cold: 2 x 16384 x 512 1.18-1.30x, 4 x 16384
     // x 512 1.33-1.64x, 8 x 16384 x 128 1.05-1.22x, batched 4 x (8x2048x128) 1.08-1.27x, 128 x
     // (8x2048x128) 1.1-1.23x).
@@ -261,7 +261,7 @@ struct Stream {
 #pragma GCC unroll 4
       for (std::int64_t p = b0; p < b1; p += L) {
         if constexpr (MBc > 1)
-          if (far && p % line == 0) prefetch_line_l2(rows[j] + p * esize<T>() + kRowsFarBytes);
+          if (far && p % line == 0) prefetch_line_l2(rows[j] + p * esize<T>() + kDecodeFarBytes);
         const V w = vec<T>(rows[j], p);
 #pragma GCC unroll 4
         for (int i = 0; i < MBc; ++i) acc[i][j] = S::fma(S::load(arow[i] + p), w, acc[i][j]);

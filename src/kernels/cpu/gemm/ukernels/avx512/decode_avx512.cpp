@@ -24,9 +24,9 @@ struct Fp32Route {
   static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;  // 16-bit W: long pieces of each row
-  // 16-bit W: also the line 16 KiB on into L2 (kPanelFarBytes); fp32 W: not (8 x 2048 x 2048
+  // 16-bit W: also the line 16 KiB on into L2 (kDecodeFarBytes); fp32 W: not (8 x 2048 x 2048
   // 0.94-0.95x, 8 x 16384 x 4096 1.09-1.14x, 8 x 24576 x 1536 0.93-0.97x).
-  static constexpr std::int64_t kFarBytes = T == DType::f32 ? 0 : kPanelFarBytes;
+  static constexpr std::int64_t kFarBytes = T == DType::f32 ? 0 : kDecodeFarBytes;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask16 live =

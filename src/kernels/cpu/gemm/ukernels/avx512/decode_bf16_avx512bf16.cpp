@@ -36,7 +36,7 @@ struct Bf16Pairs {
   using W = __m512i;
   static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 1024;
   static constexpr bool kWide = false;
-  static constexpr std::int64_t kFarBytes = kPanelFarBytes;
+  static constexpr std::int64_t kFarBytes = kDecodeFarBytes;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, std::uint16_t* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask32 live = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);

@@ -231,7 +231,7 @@ __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup&
 // threads, in one process, against fp8_stream: M = 1 x 7168 x 2048 1.26-1.47x, 1 x 2048 x 768
 // 1.7-2.1x, 1 x 4096 x 3072 1.45x, 1 x 4096 x 4096 1.22x, 1 x 8192 x 4096 1.2-1.37x; 7 KiB rows
 // 0.77x (0.89-0.96x with the software prefetch); M = 2 x 7168 x 2048 1.27x, 2 x 4096 x 2048
-// 1.22-1.28x, 2 x 2048 x 768 1.73x, K = 3072 0.99-1.2x, 4096 0.84-0.87x. The line kRowsFarBytes
+// 1.22-1.28x, 2 x 2048 x 768 1.73x, K = 3072 0.99-1.2x, 4096 0.84-0.87x. The line kDecodeFarBytes
 // on goes into L2 as well (attain bench, 2 threads, cold: 1 x 8192 x 4096 1.21-1.31x, 1 x 16384
 // x 4096 1.28x, 2 x 7168 x 2048 1.14-1.15x, 1 x 7168 x 2048 1.02-1.06x).
 constexpr std::int64_t kFp8RowOrderMaxK = 4096;
@@ -241,7 +241,7 @@ __attribute__((noinline)) void fp8_rows(const DecodeArgs& g, const E4m3Lookup& l
                                         __m512* tot) {
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + i * g.lda16;
-  const bool far = g.stages > 1;  // the line kRowsFarBytes on into L2 (kernels.hpp)
+  const bool far = g.stages > 1;  // the line kDecodeFarBytes on into L2 (kernels.hpp)
   for (int j = 0; j < kDecodeRows; ++j) {
     __m512 acc[MB];
     for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
@@ -251,7 +251,8 @@ __attribute__((noinline)) void fp8_rows(const DecodeArgs& g, const E4m3Lookup& l
       const std::int64_t k1 = std::min(g.k, k0 + kFp8Block);
 #pragma GCC unroll 2
       for (std::int64_t p = k0; p < k1; p += 64) {
-        if (far) _mm_prefetch(reinterpret_cast<const char*>(w[j] + p + kRowsFarBytes), _MM_HINT_T1);
+        if (far)
+          _mm_prefetch(reinterpret_cast<const char*>(w[j] + p + kDecodeFarBytes), _MM_HINT_T1);
         __m512i w0, w1;
         lut.convert(_mm512_loadu_si512(w[j] + p), w0, w1);
         for (int i = 0; i < MB; ++i) {

@@ -117,7 +117,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
   std::int64_t line = kSpread ? gp->first : 0;
-  // From two rows of A the first block also prefetches the line kRowsFarBytes on in each row
+  // From two rows of A the first block also prefetches the line kDecodeFarBytes on in each row
   // into L2 (kernels.hpp), beside the next group's lines (kL2): attain bench, 2 threads, cold,
   // against kL2 alone: batched 256 x (4x128x2048) 1.15-1.23x, 32 x (4x128x4096) 1.04-1.08x,
   // 2 x 4096 x 14336 1.28-1.38x, 4 x 7168 x 18432 level; it alone without kL2 0.69-0.97x.
@@ -135,7 +135,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
         if (far)
           for (std::int64_t q = p * es; q < (p + 64) * es; q += 64)
             for (int j = 0; j < NB; ++j)
-              _mm_prefetch(reinterpret_cast<const char*>(w[j] + q + kRowsFarBytes), _MM_HINT_T1);
+              _mm_prefetch(reinterpret_cast<const char*>(w[j] + q + kDecodeFarBytes), _MM_HINT_T1);
       if (kL2 && i0 == 0)
         for (std::int64_t q = p * es; q < (p + 64) * es; q += 64)
           for (int j = 0; j < NB; ++j)
@@ -169,7 +169,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   // the others find it in L1 and would only pay more A loads): batched 64 x (6x4096x256) 1.73x,
   // 32 x (8x4096x320) 1.46x, 128 x (8x2048x128) 1.02-1.09x, 4 x (8x2048x128) 0.95-0.96x (every
   // block row by row: 0.90-0.94x there).
-  // Two or more rows of A also prefetch the line kRowsFarBytes on into L2 (`far`, kernels.hpp;
+  // Two or more rows of A also prefetch the line kDecodeFarBytes on into L2 (`far`, kernels.hpp;
   // attain bench, 2 threads, cold: batched 256 x (4x2048x128) 1.21x, 2 x 7168 x 2048
   // 1.18-1.26x, 2 x 8192 x 1536 0.95-0.98x). (Called for the first block of rows of A only.)
   auto sum_rows = [&](std::int64_t k64, __m512(&part)[MB][NB]) __attribute__((always_inline)) {
@@ -180,7 +180,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
         if (ahead > 0)  // the line `ahead` bytes further on in address order (the rows are)
           _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + ahead), _MM_HINT_T0);
         if (far)
-          _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + kRowsFarBytes), _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(w[j] + p * es + kDecodeFarBytes), _MM_HINT_T1);
         const __m512i w0 = src.load32(w[j] + p * es);
 #pragma GCC unroll 4
         for (int i = 0; i < MB; ++i)

@@ -28,15 +28,14 @@
 namespace attain::gemm::detail {
 namespace {
 
-// The 16-bit routes' kFarBytes: beside the L1 prefetch half a chunk ahead (768 B - 2 KiB, too
-// short to hide memory's latency when the rows are short), the line 16 KiB on in memory into L2
-// (twenty-ninth session; attain bench, 2 threads, cold, 3 rounds, against none): bf16 grouped
-// 128 x (8x2048x768) 2.19-2.25x, with skew 1.05-1.10x, batched 128 x (8x128x2048) 1.26-1.29x,
-// 8 x 2048 x 2048 1.14-1.19x, 6 x 7168 x 2048 1.35-1.37x, 8 x 4096 x 14336 / 8 x 16384 x 4096
-// level to 1.06x; fp16 8 x 4096 x 12288 1.19-1.27x, 5 x 4096 x 4096 1.28-1.33x. 8 KiB was
-// 0.85x of 16 on the grouped op, 24 KiB level, 32 KiB 0.82x there (1.07-1.17x on fp16 8 x 4096
-// x 12288).
-constexpr std::int64_t kPanelFarBytes = 16 * 1024;
+// The 16-bit routes' kFarBytes (kDecodeFarBytes, kernels.hpp): beside the L1 prefetch half a
+// chunk ahead (768 B - 2 KiB, too short to hide memory's latency when the rows are short), the
+// line 16 KiB on in memory into L2 (twenty-ninth session; attain bench, 2 threads, cold, 3
+// rounds, against none): bf16 grouped 128 x (8x2048x768) 2.19-2.25x, with skew 1.05-1.10x,
+// batched 128 x (8x128x2048) 1.26-1.29x, 8 x 2048 x 2048 1.14-1.19x, 6 x 7168 x 2048
+// 1.35-1.37x, 8 x 4096 x 14336 / 8 x 16384 x 4096 level to 1.06x; fp16 8 x 4096 x 12288
+// 1.19-1.27x, 5 x 4096 x 4096 1.28-1.33x. 8 KiB was 0.85x of 16 on the grouped op, 24 KiB
+// level, 32 KiB 0.82x there (1.07-1.17x on fp16 8 x 4096 x 12288).
 
 // Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
 template <class P, int MB>
