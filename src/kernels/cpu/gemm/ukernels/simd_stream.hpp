@@ -179,10 +179,13 @@ struct Stream {
         prefetch_line(pf.row[j] + p * esize<T>());
     }
   }
-  // block()'s prefetch (W read in place, each vector once per block of rows of A): into L2
-  // where the ISA says so (S::kPrefetchL2), else L1. Into L1 it fills the L1 with lines the
-  // loop reaches 16 KiB later; into L2 the L1's own prefetcher brings them on from there.
-  static constexpr bool kBlockL2 = S::kPrefetchL2;
+  // block()'s prefetch (W read in place, each vector once per block of rows of A) goes into L2:
+  // into L1 it filled the L1 with lines the loop reaches 16 KiB later; from L2 the L1's own
+  // prefetcher brings them on (twenty-ninth session, attain bench, 2 threads, cold, against L1:
+  // AVX-512 fp16 1 x 7168 x 2048 1.34-1.45x, fp32 4 x 4096 x 14336 1.32-1.44x; Zen 4 forced to
+  // AVX2 (ATTAIN_ISA=avx2) fp16 1 x 7168 x 2048 1.46-1.47x, bf16 4 x 4096 x 14336 1.33-1.42x,
+  // fp32 2 x 4096 x 14336 0.95-1.35x, fp8 0.97-1.2x). The tile converted once (tile()) keeps L1.
+  static constexpr bool kBlockL2 = true;
 
   // Calls step(p) for p = b0, b0 + L, ... < b1 (b0 a multiple of 64). fp8 rows are scanned
   // for NaN codes on the way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one
@@ -498,8 +501,8 @@ struct Stream {
     // fp32 W with fewer rows of A than a register block is a pure stream the hardware
     // prefetcher follows; software prefetches only cost it load slots (measured: M=1,
     // N=16384, K=4096, 2 threads: 5.6 ms without, 6.3 ms with; M=8: 11.7 without, 9.9 with).
-    // Into L2 as well (S::kPrefetchL2; attain bench, 2 threads, cold, 4 rounds: 1 x 4096 x
-    // 14336 0.74x on the fastest times, level on the medians).
+    // Into L2 as well (attain bench, 2 threads, cold, 4 rounds: 1 x 4096 x 14336 0.74x on the
+    // fastest times, level on the medians).
     const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(

@@ -158,8 +158,6 @@ struct Avx2Load : Avx2 {
   // Stream::row_order for one row of A only (Zen 4 forced to AVX2, K = 128 fp32, against a
   // vector of each row in turn: M = 1 1.75x, M = 4 and 8 0.80-0.92x).
   static constexpr int kRowOrderMaxMB = 1;
-  // Stream::block prefetches W into L1 (into L2 not measured on an AVX2 machine).
-  static constexpr bool kPrefetchL2 = false;
 };
 
 }  // namespace

@@ -234,8 +234,6 @@ struct Avx512Load : Avx512 {
   // Short fp32 rows of W read one row after another up to this many rows of A a block
   // (Stream::row_order; M = 8 as two blocks of 4: 1.17-1.25x).
   static constexpr int kRowOrderMaxMB = 4;
-  // Stream::block prefetches W into L2, not L1 (Zen 4, 2 threads, cold; docs/gemm.md).
-  static constexpr bool kPrefetchL2 = true;
 };
 
 }  // namespace
