@@ -179,13 +179,6 @@ struct Stream {
         prefetch_line(pf.row[j] + p * esize<T>());
     }
   }
-  // block()'s prefetch (W read in place, each vector once per block of rows of A) goes into L2:
-  // into L1 it filled the L1 with lines the loop reaches 16 KiB later; from L2 the L1's own
-  // prefetcher brings them on (twenty-ninth session, attain bench, 2 threads, cold, against L1:
-  // AVX-512 fp16 1 x 7168 x 2048 1.34-1.45x, fp32 4 x 4096 x 14336 1.32-1.44x; Zen 4 forced to
-  // AVX2 (ATTAIN_ISA=avx2) fp16 1 x 7168 x 2048 1.46-1.47x, bf16 4 x 4096 x 14336 1.33-1.42x,
-  // fp32 2 x 4096 x 14336 0.95-1.35x, fp8 0.97-1.2x). The tile converted once (tile()) keeps L1.
-  static constexpr bool kBlockL2 = true;
 
   // Calls step(p) for p = b0, b0 + L, ... < b1 (b0 a multiple of 64). fp8 rows are scanned
   // for NaN codes on the way, one S::fp8_nan per kNanSpan bytes of each row, all rows into one
@@ -307,8 +300,15 @@ struct Stream {
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
+      // The prefetch goes into L2: into L1 it filled the L1 with lines the loop reaches 16 KiB
+      // later; from L2 the L1's own prefetcher brings them on (twenty-ninth session, attain
+      // bench, 2 threads, cold, against L1: AVX-512 fp16 1 x 7168 x 2048 1.34-1.45x, fp32 4 x
+      // 4096 x 14336 1.32-1.44x; Zen 4 forced to AVX2 (ATTAIN_ISA=avx2) fp16 1 x 7168 x 2048
+      // 1.46-1.47x, bf16 4 x 4096 x 14336 1.33-1.42x, fp32 2 x 4096 x 14336 0.95-1.35x, fp8
+      // 0.97-1.2x). (kFromBuf: no prefetch, tile() passes no ahead; the tile it converts once
+      // prefetches into L1.)
       auto step = [&](std::int64_t p) __attribute__((always_inline)) {
-        if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T, kBlockL2 && !kFromBuf>(pf, p);
+        if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T, true>(pf, p);
         V w[NBc];
 #pragma GCC unroll 4
         for (int j = 0; j < NBc; ++j) {
@@ -337,7 +337,7 @@ struct Stream {
       } else if (row_order_pays<T, MBc>(g, k0, k1)) {
         row_order<T, MBc, NBc>(rows, arow, b0, b1, g.stages > 1, acc);
       } else {
-        steps_scanned<T, kBlockL2>(b0, b1, rows, NBc, nan, pf, step);
+        steps_scanned<T, true>(b0, b1, rows, NBc, nan, pf, step);
       }
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)

@@ -131,11 +131,10 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
         for (int n = 0; n < gp->per_step && line < gp->last; ++n, ++line)
           _mm_prefetch(reinterpret_cast<const char*>(gp->row[line & 3] + (line >> 2) * 64),
                        _MM_HINT_T0);
-      if constexpr (MB > 1)
-        if (far)
-          for (std::int64_t q = p * es; q < (p + 64) * es; q += 64)
-            for (int j = 0; j < NB; ++j)
-              _mm_prefetch(reinterpret_cast<const char*>(w[j] + q + kDecodeFarBytes), _MM_HINT_T1);
+      if (far)
+        for (std::int64_t q = p * es; q < (p + 64) * es; q += 64)
+          for (int j = 0; j < NB; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>(w[j] + q + kDecodeFarBytes), _MM_HINT_T1);
       if (kL2 && i0 == 0)
         for (std::int64_t q = p * es; q < (p + 64) * es; q += 64)
           for (int j = 0; j < NB; ++j)
