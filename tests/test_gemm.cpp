@@ -617,6 +617,19 @@ TEST(Gemm, Fp8PairsDecode) {
       c.split_k = 3;  // slices of 384 values rounded up to whole super-blocks (512)
       run_case(c);
     }
+  // W past kDecodeStreamedBytes a call (260 rows of 4352 bytes a thread): the instantiations
+  // that prefetch the next group of W rows into L2 (the stream order at M = 1-2, the
+  // super-blocks at M = 3). The prefetches change no value; this runs those loops against the
+  // reference.
+  for (std::int64_t m : {1, 2, 3})
+    for (int threads : {1, 2}) {
+      Case c{};
+      c.at = c.bt = DType::fp8;
+      c.path = Path::decode;
+      c.m = m, c.n = 520, c.k = 4352;
+      c.threads = threads;
+      run_case(c);
+    }
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
   for (std::int64_t k : {64, 320})
     for (const bool in_a : {false, true})
@@ -655,6 +668,18 @@ TEST(Gemm, Bf16PairsDecode) {
       c.at = c.bt = DType::bf16;
       c.path = Path::decode;
       c.m = 2, c.n = 522, c.k = k;
+      c.threads = threads;
+      run_case(c);
+    }
+  // Two and three rows of A against longer rows (8704 bytes) with more than 1 MiB of W a call:
+  // the rows side by side with the next group's lines prefetched into L2 (pairs_block's kL2
+  // instantiation; the prefetches change no value).
+  for (std::int64_t m : {2, 3})
+    for (int threads : {1, 2}) {
+      Case c{};
+      c.at = c.bt = DType::bf16;
+      c.path = Path::decode;
+      c.m = m, c.n = 260, c.k = 4352;
       c.threads = threads;
       run_case(c);
     }
