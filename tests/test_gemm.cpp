@@ -1203,9 +1203,9 @@ TEST(Gemm, DeepKBlocksDefaultSchedule) {
 // its tile (the narrow last panel: C's last 36 columns); on the plain ones (AVX-512) from its
 // registers transposed, rows of C of six columns (four in the last W tile) and the narrow last
 // panel's 11 rows. Against the same product into fp32 C (exact integer sums) rounded here by
-// dtype.hpp's routines, alpha and beta (old C with NaN, infinities and denormals; alpha making
-// sums denormal or infinite), fp32 and bf16 operands, every family, 1 and 2 threads; C's padding
-// and the guards untouched.
+// dtype.hpp's routines, alpha and beta (old C with NaN, infinities and denormals; alpha 1 with
+// beta 0, which leaves the sums unscaled; alpha making sums denormal or infinite), fp32 and bf16
+// operands, every family, 1 and 2 threads; C's padding and the guards untouched.
 TEST(Gemm, SixteenBitCRoundedByTheDirectKernel) {
   const std::int64_t m = 75, n = 100, k = 40, ldc = n + 5;  // m: 12 W tiles and 3 rows (R = 6)
   std::mt19937 g(11);
@@ -1226,7 +1226,7 @@ TEST(Gemm, SixteenBitCRoundedByTheDirectKernel) {
         for (DType t : {DType::bf16, DType::f16})
           for (int threads : {1, 2})
             for (float beta : {0.0f, 1.0f, 0.5f})
-              for (float alpha : {-0.75f, 0x1p-133f, 0x1p120f}) {
+              for (float alpha : {1.0f, -0.75f, 0x1p-133f, 0x1p120f}) {
                 const std::vector<std::uint16_t> a16 = stored(a, in), w16 = stored(w, in);
                 Params p;
                 p.a = in == DType::f32 ? static_cast<const void*>(a.data()) : a16.data();

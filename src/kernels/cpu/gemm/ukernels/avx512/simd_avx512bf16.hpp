@@ -17,16 +17,43 @@ struct Avx512Bf16Pairs : Avx512 {
   // Avx512's. (Warm, 1 thread, 2048 x 512 x 128 bf16 on the swapped direct path: the rounding's
   // integer steps took 3-8% of the time.)
   static __m256i round16(bool bf, V v) {
-    if (!bf) return Avx512::round16(bf, v);
-    const __m512i mag = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
-    // 0 < mag < 0x00800000: mag - 1 < 0x007fffff, unsigned
-    if (_mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, _mm512_set1_epi32(1)),
-                                _mm512_set1_epi32(0x007fffff)) != 0)
-      return Avx512::round16(bf, v);
+    if (!bf || denormals(v) != 0) return Avx512::round16(bf, v);
     return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
   }
   static void store16(bool bf, std::uint16_t* p, V v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), round16(bf, v));
+  }
+  // The lanes of v that hold an fp32 denormal (vfpclassps, AVX512DQ).
+  static __mmask16 denormals(V v) { return _mm512_fpclass_ps_mask(v, 0x20); }
+  // The direct kernel's rows of 16-bit C (simd_direct, ct): x[r][v] at c + r * ldc + v * 16 for
+  // r < rows, as store16, with one test for denormals over the whole tile instead of one per
+  // vector (the epilogue of a K = 128 tile was a tenth of the kernel's samples).
+  template <int R, int NV>
+  static __attribute__((always_inline)) void store16_rows(bool bf, std::uint16_t* c,
+                                                          std::int64_t ldc, const V (&x)[R][NV],
+                                                          int rows) {
+    __mmask16 tiny = 0;
+    if (bf) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        if (r >= rows) break;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) tiny |= denormals(x[r][v]);
+      }
+    }
+    const bool cvt = bf && tiny == 0;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (r >= rows) break;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        auto* p = reinterpret_cast<__m256i*>(c + r * ldc + v * kLanes);
+        if (cvt)
+          _mm256_storeu_si256(p, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x[r][v])));
+        else
+          _mm256_storeu_si256(p, Avx512::round16(bf, x[r][v]));
+      }
+    }
   }
 };
 
