@@ -414,6 +414,20 @@ TEST(Gemm, DecodeKTilesBalanced) {
   EXPECT_EQ(detail::decode_uses_k_tile(p, f), !detail::decodes_bf16_pairs(p, f));
 }
 
+TEST(Gemm, DirectKcPastKResolvesToK) {
+  // A direct-path KC past K resolves to K's (rounded to 16 values; fp8 pairs: 128): one block of
+  // all of K either way, so the tuner sees one schedule; a KC within K stays.
+  Params d;
+  d.m = 64, d.n = 96, d.k = 120, d.trans_b = Trans::T;
+  d.schedule.path = Path::direct;
+  for (int kc : {128, 512, 4096}) {
+    d.schedule.kc = kc;
+    EXPECT_EQ(resolve(d).kc, 128) << kc;
+  }
+  d.schedule.kc = 64;
+  EXPECT_EQ(resolve(d).kc, 64);
+}
+
 // bf16 A and B (and fp8 A and B) on the packed path are multiplied as bf16 pairs where the CPU
 // has AVX512-BF16 (the AVX-512 family): K even, leading dimensions even, 4-byte-aligned bases
 // (bf16); otherwise the fp32 route. Both against the reference: edge tiles, K tails of a KC block,

@@ -1092,6 +1092,15 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), unit));
   }
   if (s.kc == 0) s.kc = b.kc;
+  // A direct-path KC past K is one block of all of K, the schedule of KC = K rounded as above:
+  // resolved to it, so that the tuner (which tells candidates apart by their resolved
+  // description) does not measure one schedule as several (batched 8 x (2048x512x128) bf16:
+  // kc 128, 512, 1024 and 2048 measured 5.6-6.8 ms, and the fastest draw won).
+  if (s.path == Path::direct) {
+    const std::int64_t unit = detail::direct_fp8_pairs(p, f) ? kFp8Block : 16;
+    s.kc = static_cast<int>(
+        std::min<std::int64_t>(s.kc, round_up(std::max<std::int64_t>(p.k, 1), unit)));
+  }
   // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
   const std::int64_t mk_nc = [&] {
     std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
