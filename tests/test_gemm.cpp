@@ -99,6 +99,7 @@ struct Case {
   bool swap = false;  // Schedule::swap
   Order order = Order::automatic;
   int mc = 0, nc = 0;
+  int threads_m = 0, threads_n = 0;  // the schedule's grid (0: the engine's)
 };
 
 std::string name(const Case& c) {
@@ -112,7 +113,8 @@ std::string name(const Case& c) {
          " split_k=" + std::to_string(c.split_k) + " kc=" + std::to_string(c.kc) +
          " pad=" + std::to_string(c.pad) + (c.swap ? " swap" : "") +
          " order=" + std::string(order_name(c.order)) + " mc=" + std::to_string(c.mc) +
-         " nc=" + std::to_string(c.nc);
+         " nc=" + std::to_string(c.nc) + " grid=" + std::to_string(c.threads_m) + "x" +
+         std::to_string(c.threads_n);
 }
 
 // Runs one case; returns the max |C - ref| / (|ref| scale) and checks guards and untouched C
@@ -203,6 +205,8 @@ void run_case(const Case& c) {
   p.schedule.order = c.order;
   p.schedule.mc = c.mc;
   p.schedule.nc = c.nc;
+  p.schedule.threads_m = c.threads_m;
+  p.schedule.threads_n = c.threads_n;
   gemm(p);
 
   double err2 = 0, ref2 = 0;
@@ -1462,6 +1466,23 @@ TEST(Gemm, DirectPath) {
                                   {DType::fp8, DType::fp8, DType::f32}},
                                  false);
   EXPECT_GT(i, 80);
+  // Threads on M (grid 2x1 and 3x1): each block packs its own panels of A^T, a KC block at a
+  // time, across KC blocks (kc 112 of K = 300; fp8 pairs: whole scale blocks) and with a narrow
+  // last panel; the plain and (not fp8) the swapped operands.
+  for (const DType t : {DType::f32, DType::bf16, DType::fp8})
+    for (int tm : {2, 3})
+      for (bool swap : {false, true}) {
+        if (swap && t == DType::fp8) continue;  // swap takes no fp8
+        Case c{};
+        c.at = c.bt = t;
+        c.path = Path::direct;
+        c.swap = swap;
+        c.m = swap ? 29 : 200, c.n = swap ? 200 : 29, c.k = 300;
+        c.kc = 112;
+        c.threads = tm, c.threads_m = tm, c.threads_n = 1;
+        c.ints = true;
+        run_case(c);
+      }
   // Which route each dtype takes.
   const auto& f = detail::family(detected_isa());
   Params q;
