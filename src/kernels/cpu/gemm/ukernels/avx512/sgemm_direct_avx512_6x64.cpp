@@ -10,6 +10,11 @@ namespace attain::gemm::detail {
 void sgemm_direct_avx512_6x64(std::int64_t k, const float* w, std::int64_t ldw, int rows,
                               const float* at, int m, float alpha, float beta, void* c,
                               std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
+  // A tile of 1-2 W rows (the last of N = 128, 512, 2048, ...) on a 2-row kernel: as 6 rows it
+  // computed three times its sums.
+  if (rows <= 2)
+    return simd_direct_any<Avx512, 2, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type,
+                                         next);
   simd_direct_any<Avx512, 6, 4>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next);
 }
 
