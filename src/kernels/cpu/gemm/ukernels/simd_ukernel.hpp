@@ -54,6 +54,11 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   // A streams from L2: prefetch every line of the A panel kPfA k-steps ahead (B stays in L1).
   constexpr int kPfA = 12;
   constexpr int kABytes = 4 * MR * 4;  // A bytes per unrolled iteration
+  // AVX2's 6 x 16 tile: the same loop in asm (Avx2::steps4_6x16: GCC spilled it).
+  if constexpr (MR == 6 && NV == 2 && requires { S::steps4_6x16(acc, a, b, p); }) {
+    if (k >= 4) S::steps4_6x16(acc, a, b, k / 4);
+    p = k - k % 4;
+  }
   for (; p + 4 <= k; p += 4) {
 #pragma GCC unroll 4
     for (int l = 0; l < kABytes; l += 64)
