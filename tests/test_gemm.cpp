@@ -501,17 +501,23 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
 // The decode path with A and W of dtype t: every m x n (1, 4, 13, 130) x k x threads (1, 2)
 // on random data, on small integers (exact) and with alpha/beta into a bf16 C; n = 13 with
 // `pad` extra elements per row of A, W and C; split-K in 3 slices at k = 2048 with 2 threads.
+// A decode-path case with A and W of dtype t.
+Case decode_case(DType t, std::int64_t m, std::int64_t n, std::int64_t k, int threads) {
+  Case c{};
+  c.at = c.bt = t;
+  c.path = Path::decode;
+  c.m = m, c.n = n, c.k = k;
+  c.threads = threads;
+  return c;
+}
+
 void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
                  std::initializer_list<std::int64_t> ks, std::int64_t pad) {
   for (std::int64_t m : ms)
     for (std::int64_t n : {1, 4, 13, 130})
       for (std::int64_t k : ks)
         for (int threads : {1, 2}) {
-          Case c{};
-          c.at = c.bt = t;
-          c.path = Path::decode;
-          c.m = m, c.n = n, c.k = k;
-          c.threads = threads;
+          Case c = decode_case(t, m, n, k, threads);
           c.pad = n == 13 ? pad : 0;
           c.split_k = k == 2048 && threads == 2 ? 3 : 0;
           run_case(c);
@@ -625,11 +631,7 @@ TEST(Gemm, Fp8PairsDecode) {
   decode_grid(DType::fp8, {7, 8, 32, 38}, {1088}, 64);
   for (int k_tile : {128, 384})  // chunks of one and of three scale blocks: 256 and 512
     for (int threads : {1, 2}) {
-      Case c{};
-      c.at = c.bt = DType::fp8;
-      c.path = Path::decode;
-      c.m = 9, c.n = 13, c.k = 1088;
-      c.threads = threads;
+      Case c = decode_case(DType::fp8, 9, 13, 1088, threads);
       c.decode_k_tile = k_tile;
       run_case(c);
       c.split_k = 3;  // slices of 384 values rounded up to whole super-blocks (512)
@@ -640,14 +642,7 @@ TEST(Gemm, Fp8PairsDecode) {
   // super-blocks at M = 3). The prefetches change no value; this runs those loops against the
   // reference.
   for (std::int64_t m : {1, 2, 3})
-    for (int threads : {1, 2}) {
-      Case c{};
-      c.at = c.bt = DType::fp8;
-      c.path = Path::decode;
-      c.m = m, c.n = 520, c.k = 4352;
-      c.threads = threads;
-      run_case(c);
-    }
+    for (int threads : {1, 2}) run_case(decode_case(DType::fp8, m, 520, 4352, threads));
   // The NaN code in W or A: that output is NaN, the others exact (1/2 * 1/2 * k).
   for (std::int64_t k : {64, 320})
     for (const bool in_a : {false, true})
@@ -681,26 +676,12 @@ TEST(Gemm, Bf16PairsDecode) {
               {1, 31, 33, 63, 64, 100, 768, 1000, 2048}, 3);
   // Two rows of A against rows of 2-4 KiB with more than 1 MiB of W a call: the rows in order.
   for (std::int64_t k : {1536, 2048, 2000})
-    for (int threads : {1, 2}) {
-      Case c{};
-      c.at = c.bt = DType::bf16;
-      c.path = Path::decode;
-      c.m = 2, c.n = 522, c.k = k;
-      c.threads = threads;
-      run_case(c);
-    }
+    for (int threads : {1, 2}) run_case(decode_case(DType::bf16, 2, 522, k, threads));
   // Two and three rows of A against longer rows (8704 bytes) with more than 1 MiB of W a call:
   // the rows side by side with the next group's lines prefetched into L2 (pairs_block's kL2
   // instantiation; the prefetches change no value).
   for (std::int64_t m : {2, 3})
-    for (int threads : {1, 2}) {
-      Case c{};
-      c.at = c.bt = DType::bf16;
-      c.path = Path::decode;
-      c.m = m, c.n = 260, c.k = 4352;
-      c.threads = threads;
-      run_case(c);
-    }
+    for (int threads : {1, 2}) run_case(decode_case(DType::bf16, m, 260, 4352, threads));
   // NaN or Inf in A or W: that row's / column's outputs are NaN (Inf * 1 summed with the rest,
   // Inf * 0 where the partner is 0: NaN either way with these values), the others exact.
   const std::uint16_t one = f32_to_bf16(1.0f), zero = f32_to_bf16(0.0f);

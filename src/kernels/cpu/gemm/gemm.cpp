@@ -1082,34 +1082,34 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.split_k == 0) s.split_k = 1;
   if (s.mc == 0) s.mc = b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
-  if (s.kc == 0 && s.path == Path::direct) {
-    const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
-    const std::int64_t bytes = words ? 2 : 4;  // per A value
-    // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that
-    // make one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's
-    // rows then stream whole, not in pieces of direct_max_kc read far apart (Zen 4, 2 threads,
-    // cold, attain bench against 4096: bf16 32 x 4096 x 14336 1.12x, 16 x 4096 x 14336 1.09x,
-    // fp32 32 x 2112 x 7168 1.17x, 8 x 2112 x 7168 1.09x; M = 64 and fp32 8 x 4096 x 14336 level).
-    const std::int64_t cap = conv                     ? 1024
-                             : rows <= f.direct_panel ? std::int64_t{1} << 40
-                                                      : b.direct_max_kc;
-    const std::int64_t most =
-        std::clamp<std::int64_t>(b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, cap);
-    const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
-    // fp8 pairs: whole scale blocks.
-    const std::int64_t unit = detail::direct_fp8_pairs(p, f) ? kFp8Block : 16;
-    s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), unit));
-  }
-  if (s.kc == 0) s.kc = b.kc;
-  // A direct-path KC past K is one block of all of K, the schedule of KC = K rounded as above:
-  // resolved to it, so that the tuner (which tells candidates apart by their resolved
-  // description) does not measure one schedule as several (batched 8 x (2048x512x128) bf16:
-  // kc 128, 512, 1024 and 2048 measured 5.6-6.8 ms, and the fastest draw won).
   if (s.path == Path::direct) {
+    // KC in whole 16-value steps; fp8 pairs: whole scale blocks.
     const std::int64_t unit = detail::direct_fp8_pairs(p, f) ? kFp8Block : 16;
+    if (s.kc == 0) {
+      const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
+      const std::int64_t bytes = words ? 2 : 4;  // per A value
+      // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that
+      // make one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's
+      // rows then stream whole, not in pieces of direct_max_kc read far apart (Zen 4, 2 threads,
+      // cold, attain bench against 4096: bf16 32 x 4096 x 14336 1.12x, 16 x 4096 x 14336 1.09x,
+      // fp32 32 x 2112 x 7168 1.17x, 8 x 2112 x 7168 1.09x; M = 64 and fp32 8 x 4096 x 14336
+      // level).
+      const std::int64_t cap = conv                     ? 1024
+                               : rows <= f.direct_panel ? std::int64_t{1} << 40
+                                                        : b.direct_max_kc;
+      const std::int64_t most =
+          std::clamp<std::int64_t>(b.direct_block_bytes / (bytes * rows) / 64 * 64, 256, cap);
+      const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
+      s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), unit));
+    }
+    // A KC past K is one block of all of K, the schedule of KC = K rounded as above: resolved
+    // to it, so that the tuner (which tells candidates apart by their resolved description)
+    // does not measure one schedule as several (batched 8 x (2048x512x128) bf16: kc 128, 512,
+    // 1024 and 2048 measured 5.6-6.8 ms, and the fastest draw won).
     s.kc = static_cast<int>(
         std::min<std::int64_t>(s.kc, round_up(std::max<std::int64_t>(p.k, 1), unit)));
   }
+  if (s.kc == 0) s.kc = b.kc;
   // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
   const std::int64_t mk_nc = [&] {
     std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
