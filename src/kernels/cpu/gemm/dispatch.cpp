@@ -68,7 +68,7 @@ const std::array<KernelFamily, 3> kFamilies = {{
      sgemm_direct_avx512bf16_6x64, sgemm_direct_avx512_6x8k2, true,
      sgemm_direct_avx512bf16_6x64_fp8},
     {Isa::avx2, "avx2_6x16", 6, 16, sgemm_avx2_6x16, convert_avx2, interleave_avx2, decode_avx2, 8,
-     nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_4x24, 4, 24, 8},
+     nullptr, round16_avx2, nullptr, nullptr, sgemm_direct_avx2_6x16, 6, 16, 8},
     {Isa::scalar, "scalar_4x8", 4, 8, sgemm_scalar_4x8, convert_scalar, interleave_scalar,
      decode_scalar, 1, nullptr, nullptr, nullptr, nullptr, sgemm_direct_scalar_4x8, 4, 8, 8},
 }};
@@ -191,10 +191,11 @@ constexpr std::int64_t kMiB = 1 << 20;
 // 4096 0.93-1.03x).
 
 // clang-format off
-const std::array<TableRow, 6> kTable = {{
+const std::array<TableRow, 7> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
     {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512, 1025, 4096, 128, 512, 32, 2048}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},

@@ -213,7 +213,7 @@ void sgemm_avx2_6x16(std::int64_t, const float*, const float*, const float*, con
 void convert_avx2(const void*, DType, std::int64_t, float, const float*, float*);
 void interleave_avx2(const float*, std::int64_t, int, std::int64_t, int, float*);
 void decode_avx2(const DecodeArgs&);
-void sgemm_direct_avx2_4x24(std::int64_t, const float*, std::int64_t, int, const float*, int, float,
+void sgemm_direct_avx2_6x16(std::int64_t, const float*, std::int64_t, int, const float*, int, float,
                             float, void*, std::int64_t, bool, DType, const DirectNext*);
 
 void sgemm_avx512_12x32(std::int64_t, const float*, const float*, const float*, const float*,

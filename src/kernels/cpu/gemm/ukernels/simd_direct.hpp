@@ -168,12 +168,19 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
   for (std::int64_t p = 0, b = 0; p < k; ++b) {
     const std::int64_t e = std::min(k, p + block);
     // 16 k steps = one 64-byte line of each W row: fetch the next tile's line of each row.
-    for (; p + 16 <= e; p += 16) {
-      if (next != nullptr && p * 4 < next->bytes) {
+    auto fetch = [&](std::int64_t q) __attribute__((always_inline)) {
+      if (next != nullptr && q * 4 < next->bytes) {
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + p * 4, 0, 3);
+        for (int r = 0; r < R; ++r) __builtin_prefetch(next->w + r * next->ld + q * 4, 0, 3);
       }
       cf.round();
+    };
+    if constexpr (R == 6 && NV == 2 && SETS == 1 && !Scaled &&
+                  requires { S::direct_6x16(acc[0], wr, at, p, e, fetch); }) {
+      p = S::direct_6x16(acc[0], wr, at, p, e, fetch);  // AVX2's 6 x 16 tile (asm)
+    }
+    for (; p + 16 <= e; p += 16) {
+      fetch(p);
 #pragma GCC unroll 16
       for (int q = 0; q < 16; ++q) step(p + q, q % SETS);
     }

@@ -6,6 +6,24 @@
 
 #include <cstdint>
 
+// One k step of Avx2::direct_6x16's asm: A^T's two vectors at byte offsets A0 and A1 from at,
+// and the value W bytes on from each W row's place (r8, r9, r10, r11, rsi, rdi, plus o).
+// clang-format off
+#define ATTAIN_DIRECT_ROW_6X16(W, REG, YB, C0, C1)      \
+  "vbroadcastss " #W "(%%" REG ",%[o]), %%" YB "\n\t"  \
+  "vfmadd231ps %%ymm12, %%" YB ", %[" C0 "]\n\t"      \
+  "vfmadd231ps %%ymm13, %%" YB ", %[" C1 "]\n\t"
+#define ATTAIN_DIRECT_STEP_6X16(A0, A1, W)               \
+  "vmovups " #A0 "(%[at]), %%ymm12\n\t"                 \
+  "vmovups " #A1 "(%[at]), %%ymm13\n\t"                 \
+  ATTAIN_DIRECT_ROW_6X16(W, "r8", "ymm14", "c00", "c01")  \
+  ATTAIN_DIRECT_ROW_6X16(W, "r9", "ymm15", "c10", "c11")  \
+  ATTAIN_DIRECT_ROW_6X16(W, "r10", "ymm14", "c20", "c21") \
+  ATTAIN_DIRECT_ROW_6X16(W, "r11", "ymm15", "c30", "c31") \
+  ATTAIN_DIRECT_ROW_6X16(W, "rsi", "ymm14", "c40", "c41") \
+  ATTAIN_DIRECT_ROW_6X16(W, "rdi", "ymm15", "c50", "c51")
+// clang-format on
+
 namespace {
 
 struct Avx2 {
@@ -129,6 +147,60 @@ struct Avx2 {
           [c50] "+x"(c[5][0]), [c51] "+x"(c[5][1])
         :
         : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  }
+  // The direct kernel's 6 x 16 tile (simd_direct, R = 6, NV = 2): k steps [p, e) in blocks of
+  // 16 while 16 remain, each after before(p), in inline asm, for the reason steps4_6x16 is asm
+  // (GCC kept the twelve accumulators on the stack; here they are locals, in registers across
+  // the blocks, where the array kept them in memory from one block to the next). Step p loads
+  // A^T's two vectors at at + 16 p and broadcasts value p of each W row w[r] (a row past the
+  // tile's repeats the last one). The row pointers are read into scratch registers: as operands
+  // they and the accumulators' in / out pairs would pass GCC's limit of 30. Returns the steps
+  // done.
+  template <class F>
+  static __attribute__((always_inline)) std::int64_t direct_6x16(V (&c)[6][2],
+                                                                 const float* const (&w)[6],
+                                                                 const float* at, std::int64_t p,
+                                                                 std::int64_t e, F&& before) {
+    V c00 = c[0][0], c01 = c[0][1], c10 = c[1][0], c11 = c[1][1], c20 = c[2][0], c21 = c[2][1];
+    V c30 = c[3][0], c31 = c[3][1], c40 = c[4][0], c41 = c[4][1], c50 = c[5][0], c51 = c[5][1];
+    for (; p + 16 <= e; p += 16) {
+      before(p);
+      const float* a = at + p * 16;
+      const std::int64_t off = p * 4;
+      // clang-format off
+      asm volatile(
+          "mov 0(%[w]), %%r8\n\t"
+          "mov 8(%[w]), %%r9\n\t"
+          "mov 16(%[w]), %%r10\n\t"
+          "mov 24(%[w]), %%r11\n\t"
+          "mov 32(%[w]), %%rsi\n\t"
+          "mov 40(%[w]), %%rdi\n\t"
+          ATTAIN_DIRECT_STEP_6X16(0, 32, 0)
+          ATTAIN_DIRECT_STEP_6X16(64, 96, 4)
+          ATTAIN_DIRECT_STEP_6X16(128, 160, 8)
+          ATTAIN_DIRECT_STEP_6X16(192, 224, 12)
+          ATTAIN_DIRECT_STEP_6X16(256, 288, 16)
+          ATTAIN_DIRECT_STEP_6X16(320, 352, 20)
+          ATTAIN_DIRECT_STEP_6X16(384, 416, 24)
+          ATTAIN_DIRECT_STEP_6X16(448, 480, 28)
+          ATTAIN_DIRECT_STEP_6X16(512, 544, 32)
+          ATTAIN_DIRECT_STEP_6X16(576, 608, 36)
+          ATTAIN_DIRECT_STEP_6X16(640, 672, 40)
+          ATTAIN_DIRECT_STEP_6X16(704, 736, 44)
+          ATTAIN_DIRECT_STEP_6X16(768, 800, 48)
+          ATTAIN_DIRECT_STEP_6X16(832, 864, 52)
+          ATTAIN_DIRECT_STEP_6X16(896, 928, 56)
+          ATTAIN_DIRECT_STEP_6X16(960, 992, 60)
+          : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20),
+            [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41),
+            [c50] "+x"(c50), [c51] "+x"(c51)
+          : [at] "r"(a), [o] "r"(off), [w] "r"(w)
+          : "r8", "r9", "r10", "r11", "rsi", "rdi", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+      // clang-format on
+    }
+    c[0][0] = c00, c[0][1] = c01, c[1][0] = c10, c[1][1] = c11, c[2][0] = c20, c[2][1] = c21;
+    c[3][0] = c30, c[3][1] = c31, c[4][0] = c40, c[4][1] = c41, c[5][0] = c50, c[5][1] = c51;
+    return p;
   }
   static float hsum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
