@@ -478,24 +478,31 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
         EXPECT_EQ(c[i * n + j], ref) << off << " " << i << "," << j;
       }
   }
-  // The default's decode/packed crossover moves down to M = 32 where the pairs run (both
-  // paths multiply bf16 pairs; 64 on the fp32 route), unless the table gives those M to the
-  // direct path on bf16 pairs.
+  // The default's decode/packed crossover moves down to the table's decode_max_m_pairs (32 on
+  // Zen) where the pairs run (both paths multiply bf16 pairs; decode_max_m_lowp on the fp32
+  // route: 64 on Zen 5 and Zen 4's AVX-512 row, 32 on the others), unless the table gives those
+  // M to the direct path (bf16 pairs, or W converted a tile at a time; K = 4096 passes every
+  // K limit of the tables).
   Params q;
   q.m = 40, q.n = 4096, q.k = 4096;
   q.a_type = q.b_type = DType::bf16;
   const bool pairs = detail::cpu_info().avx512_bf16 && detected_isa() == Isa::avx512;
   const auto& blk = detail::blocking(detected_isa());
-  auto direct = [&](const Params& x) {
-    return detail::direct_pairs(x, detail::family(detected_isa())) &&
-           x.m >= blk.direct_min_m_pairs && x.m <= blk.direct_max_m_pairs &&
-           x.n >= blk.direct_min_n;
+  const auto& fam = detail::family(detected_isa());
+  auto want = [&](const Params& x) {
+    const bool w = detail::direct_pairs(x, fam), c = detail::direct_converts(x, fam);
+    const int lo = w ? blk.direct_min_m_pairs : c ? blk.direct_min_m_conv : blk.direct_min_m;
+    const int hi = w ? blk.direct_max_m_pairs : c ? blk.direct_max_m_conv : blk.direct_max_m;
+    if (hi > 0 && x.m >= lo && x.m <= hi && x.n >= blk.direct_min_n) return Path::direct;
+    const bool xp = pairs && x.a_type == DType::bf16;
+    return x.m <= (xp ? blk.decode_max_m_pairs : blk.decode_max_m_lowp) ? Path::decode
+                                                                        : Path::packed;
   };
-  EXPECT_EQ(resolve(q).path, direct(q) ? Path::direct : pairs ? Path::packed : Path::decode);
+  EXPECT_EQ(resolve(q).path, want(q));
   q.m = 32;
-  EXPECT_EQ(resolve(q).path, direct(q) ? Path::direct : Path::decode);
-  q.m = 24, q.a_type = DType::f32;  // fp32 A: the fp32 route, crossover at 64
-  EXPECT_EQ(resolve(q).path, Path::decode);
+  EXPECT_EQ(resolve(q).path, want(q));
+  q.m = 24, q.a_type = DType::f32;  // fp32 A: the fp32 route
+  EXPECT_EQ(resolve(q).path, want(q));
 }
 
 // The decode path with A and W of dtype t: every m x n (1, 4, 13, 130) x k x threads (1, 2)
@@ -615,7 +622,9 @@ TEST(Gemm, Fp8PairsDecode) {
       detail::cpu_info().avx512_bf16 && detail::cpu_info().avx512vbmi && isa_supported(Isa::avx512);
   EXPECT_EQ(detail::decodes_fp8_pairs(q, f), pairs);
   q.m = 48;
-  EXPECT_EQ(resolve(q).path, pairs ? Path::decode : Path::packed);
+  // (The default's path: pairs where the detected family's kernels run them, not under
+  // ATTAIN_ISA=avx2 on an AVX512-BF16 CPU.)
+  EXPECT_EQ(resolve(q).path, pairs && detected_isa() == Isa::avx512 ? Path::decode : Path::packed);
   q.m = 65;
   EXPECT_FALSE(detail::decodes_fp8_pairs(q, f));
   q.m = 1, q.k = 100;
@@ -1104,10 +1113,11 @@ TEST(GemmDispatch, PackedOrderHeuristic) {
     return resolve(q);
   }();
   EXPECT_EQ(mk.order, Order::mk);
-  // Wider where the row's km budget allows (zen5 and zen4: 2048 against 512; generic: equal).
-  if (detail::cpu_table_row_name(detected_isa()) == "generic") {
-    EXPECT_GE(s.nc, mk.nc);
-  } else {
+  // Wider where the row's km budget allows (zen5 and zen4's AVX-512 row: 2048 against 512; the
+  // generic rows and zen4's AVX2 row: equal).
+  const auto& blocks = detail::blocking(detected_isa());
+  EXPECT_GE(s.nc, mk.nc);
+  if (blocks.km_block_bytes / (4 * s.kc) > mk.nc) {
     EXPECT_GT(s.nc, mk.nc);
   }
   p.k = s.kc;  // one K block
@@ -1791,15 +1801,17 @@ TEST(GemmDispatch, DirectPathRange) {
       EXPECT_EQ(s.threads_n, split_m ? 1 : 2) << "m=" << m;
     }
   }
-  // Rows of A in one panel meet each W tile once: K blocks only as the A^T block's budget asks,
-  // not capped at direct_max_kc (W's rows stream whole).
-  if (b.direct_max_m >= 32 && b.direct_min_m <= 32) {
+  // Rows of A in one panel (32, or the family's panel where narrower) meet each W tile once: K
+  // blocks only as the A^T block's budget asks, not capped at direct_max_kc (W's rows stream
+  // whole).
+  const std::int64_t one_panel = std::min(32, detail::family(isa).direct_panel);
+  if (b.direct_max_m >= one_panel && b.direct_min_m <= one_panel) {
     Params q = p;
-    q.m = 32, q.n = 4096, q.k = 14336;
+    q.m = one_panel, q.n = 4096, q.k = 14336;
     const Schedule s = resolve(q);
     ASSERT_EQ(s.path, Path::direct);
     const std::int64_t most =
-        std::max<std::int64_t>(b.direct_block_bytes / (4 * 32) / 64 * 64, 256);
+        std::max<std::int64_t>(b.direct_block_bytes / (4 * one_panel) / 64 * 64, 256);
     const std::int64_t blocks = ceil_div(q.k, most);
     EXPECT_EQ(s.kc, ceil_div(ceil_div(q.k, blocks), 16) * 16);
     if (b.direct_block_bytes >= 4 * 32 * q.k) {
