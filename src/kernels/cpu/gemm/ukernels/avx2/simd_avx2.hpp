@@ -234,47 +234,6 @@ struct Avx2 {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                      _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
   }
-  // As Avx512::store_cols for fp32 C, R <= 4 vectors of 8 sums: 4 x 8 -> 8 rows of 4 in 8
-  // shuffles, two rows of C to a register (its 128-bit halves), each written with a masked
-  // store (Zen 4, 1 thread, warm, 96 x 2048 x 128: 1.02x). 16-bit C stays with direct_write
-  // from the kernel's tile (kCols16): rows of at most four 16-bit values rounded here and copied
-  // out were level with it.
-  static constexpr int kColsMax = 4;
-  static constexpr bool kCols16 = false;
-  template <int R, class Self = Avx2>
-  static __attribute__((always_inline)) void store_cols(const V (&x)[R], int rows, int lanes,
-                                                        float alpha, float beta, void* c,
-                                                        std::int64_t ldc, bool, bool) {
-    static_assert(R <= kColsMax, "four columns of C per transposed row");
-    V y[4];
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) y[r] = r < R ? x[r] : zero();
-    // Per 128-bit half h: t0 = {y0[4h], y1[4h], y0[4h+1], y1[4h+1]}, t1 the same of 4h+2, 4h+3;
-    // t2, t3 of y2, y3.
-    const V t0 = _mm256_unpacklo_ps(y[0], y[1]), t1 = _mm256_unpackhi_ps(y[0], y[1]);
-    const V t2 = _mm256_unpacklo_ps(y[2], y[3]), t3 = _mm256_unpackhi_ps(y[2], y[3]);
-    // u[e]: half h holds row 4h + e's four columns.
-    const V u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
-                    _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
-    const __m128i cols = _mm_cmpgt_epi32(_mm_set1_epi32(rows), _mm_setr_epi32(0, 1, 2, 3));
-    const V va = set1(alpha), vb = set1(beta);
-    auto* cf = static_cast<float*>(c);
-#pragma GCC unroll 4
-    for (int e = 0; e < 4; ++e) {
-      const int a = e, b = 4 + e;  // the rows of C in u[e]'s low and high halves
-      if (a >= lanes) break;
-      V v = mul(va, u[e]);
-      float *pa = cf + a * ldc, *pb = cf + b * ldc;
-      if (beta != 0.0f) {
-        const __m128 oa = _mm_maskload_ps(pa, cols);
-        const __m128 ob = b < lanes ? _mm_maskload_ps(pb, cols) : _mm_setzero_ps();
-        const V old = _mm256_insertf128_ps(_mm256_castps128_ps256(oa), ob, 1);
-        v = beta == 1.0f ? add(old, v) : fma(vb, old, v);
-      }
-      _mm_maskstore_ps(pa, cols, _mm256_castps256_ps128(v));
-      if (b < lanes) _mm_maskstore_ps(pb, cols, _mm256_extractf128_ps(v, 1));
-    }
-  }
   // The four sums {hsum(a), hsum(b), hsum(c), hsum(d)} in one reduction tree.
   static __m128 hsum4(V a, V b, V c, V d) {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
