@@ -1814,7 +1814,7 @@ TEST(GemmDispatch, DirectPathRange) {
         std::max<std::int64_t>(b.direct_block_bytes / (4 * one_panel) / 64 * 64, 256);
     const std::int64_t blocks = ceil_div(q.k, most);
     EXPECT_EQ(s.kc, ceil_div(ceil_div(q.k, blocks), 16) * 16);
-    if (b.direct_block_bytes >= 4 * 32 * q.k) {
+    if (b.direct_block_bytes >= 4 * one_panel * q.k) {
       EXPECT_EQ(s.kc, q.k);
     }
   }
