@@ -193,7 +193,7 @@ constexpr std::int64_t kMiB = 1 << 20;
 // zen4 row for the AVX2 kernels (family 0x19 without AVX-512: Zen 3; and Zen 4 run with
 // ATTAIN_ISA=avx2, where it was measured, 2026-12-04, its AVX2 FMA rate being its AVX-512 one):
 // the generic AVX2 row's blocks, with the direct path on the 6 x 16 asm kernel for fp32 M
-// 12..512 and converted W M 32..512 (A^T blocks up to 8 MiB, KC up to 4096, as the AVX-512 row),
+// 12..384 and converted W M 32..384 (A^T blocks up to 8 MiB, KC up to 4096, as the AVX-512 row),
 // split M from N = 128, swapped from M = 256 for N <= 256 (N <= 512 where M >= 2 N) and from
 // M = 128 for K <= 512. Against the generic row, attain bench, 2 threads, cold, alternated: fp32
 // 32x24576x1536 2.2x, 12x7168x2048 1.18x, 16x4096x4096 1.22-1.34x, 64x2048x256 1.24x,
@@ -201,14 +201,16 @@ constexpr std::int64_t kMiB = 1 << 20;
 // (1024x128x128) 1.2x, fp16 32x4096x4096 1.28-1.34x, bf16 128x4096x4096 1.38x; 192 x N x K
 // level (0.98x); the split M 128x128x2048 1.17-1.22x, 128x128x7168 1.15-1.18x, 64x128x2048 1.36x
 // (128x64, 128x256, 128x512 level); M 256-512 on the direct path against packed 0.99-1.07x at 1
-// and 2 threads (1024x2112x7168 0.98x at 1 thread: it stays packed); the swap fields level to
-// 1.1x (192x128x256 1.11x, 1024x512x4096 1.06x).
+// and 2 threads in one phase, but in a slower one (the A^T block streams from L3, which the
+// neighbours share) 512x4096x4096 0.87-0.94x and 512x14336x4096 0.87-0.91x, while 384x7168x2048
+// stayed level (0.94-1.04x) and 256x4096x4096 gained 0.98-1.16x: so to M = 384 (1024x2112x7168
+// 0.98x at 1 thread); the swap fields level to 1.1x (192x128x256 1.11x, 1024x512x4096 1.06x).
 // clang-format off
 const std::array<TableRow, 7> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
     {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512, 1025, 4096, 128, 512, 32, 2048}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32, 12, 512, 256, 0, 0, 32, 512, 256, 4096, 8 * kMiB, 256, 512, 256, 2 << 20, 0, 0, 0, 0, 512, 0, 0, 128, 512}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32, 12, 384, 256, 0, 0, 32, 384, 256, 4096, 8 * kMiB, 256, 512, 256, 2 << 20, 0, 0, 0, 0, 512, 0, 0, 128, 512}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},
