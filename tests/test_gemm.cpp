@@ -505,9 +505,6 @@ TEST(Gemm, Bf16PairsAndTheirFallbacks) {
   EXPECT_EQ(resolve(q).path, want(q));
 }
 
-// The decode path with A and W of dtype t: every m x n (1, 4, 13, 130) x k x threads (1, 2)
-// on random data, on small integers (exact) and with alpha/beta into a bf16 C; n = 13 with
-// `pad` extra elements per row of A, W and C; split-K in 3 slices at k = 2048 with 2 threads.
 // A decode-path case with A and W of dtype t.
 Case decode_case(DType t, std::int64_t m, std::int64_t n, std::int64_t k, int threads) {
   Case c{};
@@ -518,6 +515,9 @@ Case decode_case(DType t, std::int64_t m, std::int64_t n, std::int64_t k, int th
   return c;
 }
 
+// The decode path with A and W of dtype t: every m x n (1, 4, 13, 130) x k x threads (1, 2)
+// on random data, on small integers (exact) and with alpha/beta into a bf16 C; n = 13 with
+// `pad` extra elements per row of A, W and C; split-K in 3 slices at k = 2048 with 2 threads.
 void decode_grid(DType t, std::initializer_list<std::int64_t> ms,
                  std::initializer_list<std::int64_t> ks, std::int64_t pad) {
   for (std::int64_t m : ms)

@@ -6,22 +6,36 @@
 
 #include <cstdint>
 
-// One k step of Avx2::direct_6x16's asm: A^T's two vectors at byte offsets A0 and A1 from at,
-// and the value W bytes on from each W row's place (r8, r9, r10, r11, rsi, rdi, plus o).
+// The 6 x 16 tiles' asm (Avx2::steps4_6x16, the packed micro-kernel, and Avx2::direct_6x16, the
+// direct kernel), a k step each: two vectors into ymm12-13, then for each of the six rows a value
+// broadcast into ymm14 or ymm15 (alternating) and its two FMAs into the row's accumulators.
+// Addresses are asm operand strings. Packed: B's vectors at byte offsets B0 and B1 of b, A's six
+// values at A0 + 4 r of a. Direct: A^T's vectors at A0 and A1 of at, the value W bytes on from
+// each W row's place (r8, r9, r10, r11, rsi, rdi, plus o).
 // clang-format off
-#define ATTAIN_DIRECT_ROW_6X16(W, REG, YB, C0, C1)      \
-  "vbroadcastss " #W "(%%" REG ",%[o]), %%" YB "\n\t"  \
-  "vfmadd231ps %%ymm12, %%" YB ", %[" C0 "]\n\t"      \
+#define ATTAIN_ASM_6X16_LOADS(V0, V1)            \
+  "vmovups " V0 ", %%ymm12\n\t"                 \
+  "vmovups " V1 ", %%ymm13\n\t"
+#define ATTAIN_ASM_6X16_ROW(ADDR, YB, C0, C1)    \
+  "vbroadcastss " ADDR ", %%" YB "\n\t"         \
+  "vfmadd231ps %%ymm12, %%" YB ", %[" C0 "]\n\t" \
   "vfmadd231ps %%ymm13, %%" YB ", %[" C1 "]\n\t"
-#define ATTAIN_DIRECT_STEP_6X16(A0, A1, W)               \
-  "vmovups " #A0 "(%[at]), %%ymm12\n\t"                 \
-  "vmovups " #A1 "(%[at]), %%ymm13\n\t"                 \
-  ATTAIN_DIRECT_ROW_6X16(W, "r8", "ymm14", "c00", "c01")  \
-  ATTAIN_DIRECT_ROW_6X16(W, "r9", "ymm15", "c10", "c11")  \
-  ATTAIN_DIRECT_ROW_6X16(W, "r10", "ymm14", "c20", "c21") \
-  ATTAIN_DIRECT_ROW_6X16(W, "r11", "ymm15", "c30", "c31") \
-  ATTAIN_DIRECT_ROW_6X16(W, "rsi", "ymm14", "c40", "c41") \
-  ATTAIN_DIRECT_ROW_6X16(W, "rdi", "ymm15", "c50", "c51")
+#define ATTAIN_PACKED_STEP_6X16(B0, B1, A0)                   \
+  ATTAIN_ASM_6X16_LOADS(#B0 "(%[b])", #B1 "(%[b])")           \
+  ATTAIN_ASM_6X16_ROW(#A0 "+0(%[a])", "ymm14", "c00", "c01")  \
+  ATTAIN_ASM_6X16_ROW(#A0 "+4(%[a])", "ymm15", "c10", "c11")  \
+  ATTAIN_ASM_6X16_ROW(#A0 "+8(%[a])", "ymm14", "c20", "c21")  \
+  ATTAIN_ASM_6X16_ROW(#A0 "+12(%[a])", "ymm15", "c30", "c31") \
+  ATTAIN_ASM_6X16_ROW(#A0 "+16(%[a])", "ymm14", "c40", "c41") \
+  ATTAIN_ASM_6X16_ROW(#A0 "+20(%[a])", "ymm15", "c50", "c51")
+#define ATTAIN_DIRECT_STEP_6X16(A0, A1, W)                       \
+  ATTAIN_ASM_6X16_LOADS(#A0 "(%[at])", #A1 "(%[at])")            \
+  ATTAIN_ASM_6X16_ROW(#W "(%%r8,%[o])", "ymm14", "c00", "c01")   \
+  ATTAIN_ASM_6X16_ROW(#W "(%%r9,%[o])", "ymm15", "c10", "c11")   \
+  ATTAIN_ASM_6X16_ROW(#W "(%%r10,%[o])", "ymm14", "c20", "c21")  \
+  ATTAIN_ASM_6X16_ROW(#W "(%%r11,%[o])", "ymm15", "c30", "c31")  \
+  ATTAIN_ASM_6X16_ROW(#W "(%%rsi,%[o])", "ymm14", "c40", "c41")  \
+  ATTAIN_ASM_6X16_ROW(#W "(%%rdi,%[o])", "ymm15", "c50", "c51")
 // clang-format on
 
 namespace {
@@ -53,90 +67,15 @@ struct Avx2 {
   // end past the steps done.
   static __attribute__((always_inline)) void steps4_6x16(V (&c)[6][2], const float*& a,
                                                          const float*& b, std::int64_t n4) {
+    // clang-format off
     asm volatile(
         "1:\n\t"
         "prefetcht0 288(%[a])\n\t"
         "prefetcht0 352(%[a])\n\t"
-        "vmovups 0(%[b]), %%ymm12\n\t"
-        "vmovups 32(%[b]), %%ymm13\n\t"
-        "vbroadcastss 0(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c00]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c01]\n\t"
-        "vbroadcastss 4(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c10]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c11]\n\t"
-        "vbroadcastss 8(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c20]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c21]\n\t"
-        "vbroadcastss 12(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c30]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c31]\n\t"
-        "vbroadcastss 16(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c40]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c41]\n\t"
-        "vbroadcastss 20(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c50]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c51]\n\t"
-        "vmovups 64(%[b]), %%ymm12\n\t"
-        "vmovups 96(%[b]), %%ymm13\n\t"
-        "vbroadcastss 24(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c00]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c01]\n\t"
-        "vbroadcastss 28(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c10]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c11]\n\t"
-        "vbroadcastss 32(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c20]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c21]\n\t"
-        "vbroadcastss 36(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c30]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c31]\n\t"
-        "vbroadcastss 40(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c40]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c41]\n\t"
-        "vbroadcastss 44(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c50]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c51]\n\t"
-        "vmovups 128(%[b]), %%ymm12\n\t"
-        "vmovups 160(%[b]), %%ymm13\n\t"
-        "vbroadcastss 48(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c00]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c01]\n\t"
-        "vbroadcastss 52(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c10]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c11]\n\t"
-        "vbroadcastss 56(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c20]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c21]\n\t"
-        "vbroadcastss 60(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c30]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c31]\n\t"
-        "vbroadcastss 64(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c40]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c41]\n\t"
-        "vbroadcastss 68(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c50]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c51]\n\t"
-        "vmovups 192(%[b]), %%ymm12\n\t"
-        "vmovups 224(%[b]), %%ymm13\n\t"
-        "vbroadcastss 72(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c00]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c01]\n\t"
-        "vbroadcastss 76(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c10]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c11]\n\t"
-        "vbroadcastss 80(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c20]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c21]\n\t"
-        "vbroadcastss 84(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c30]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c31]\n\t"
-        "vbroadcastss 88(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %[c40]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %[c41]\n\t"
-        "vbroadcastss 92(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %[c50]\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %[c51]\n\t"
+        ATTAIN_PACKED_STEP_6X16(0, 32, 0)
+        ATTAIN_PACKED_STEP_6X16(64, 96, 24)
+        ATTAIN_PACKED_STEP_6X16(128, 160, 48)
+        ATTAIN_PACKED_STEP_6X16(192, 224, 72)
         "add $96, %[a]\n\t"
         "add $256, %[b]\n\t"
         "dec %[n]\n\t"
@@ -147,6 +86,7 @@ struct Avx2 {
           [c50] "+x"(c[5][0]), [c51] "+x"(c[5][1])
         :
         : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+    // clang-format on
   }
   // The direct kernel's 6 x 16 tile (simd_direct, R = 6, NV = 2): k steps [p, e) in blocks of
   // 16 while 16 remain, each after before(p), in inline asm, for the reason steps4_6x16 is asm
