@@ -415,7 +415,8 @@ TEST(Gemm, DecodeKTilesBalanced) {
   p.m = 3;
   EXPECT_EQ(detail::decode_uses_k_tile(p, f), !pairs);
   p.a_type = p.b_type = DType::bf16;
-  EXPECT_EQ(detail::decode_uses_k_tile(p, f), !detail::decodes_bf16_pairs(p, f));
+  EXPECT_EQ(detail::decode_uses_k_tile(p, f),
+            !detail::decodes_bf16_pairs(p, f) && !detail::decodes_panel(p, f));
 }
 
 TEST(Gemm, DirectKcPastKResolvesToK) {
@@ -727,16 +728,17 @@ TEST(Gemm, Bf16PairsDecode) {
       }
 }
 
-// fp32, bf16 and fp16 W with 5-8 rows of A and K >= 384 on the AVX-512 decode path: one pass
-// of all rows against three W rows at a time, W converted as loaded (bf16 x bf16: as bf16 pairs
-// where the CPU has AVX512-BF16, K 32 values a step), A packed into a panel (panel_shape). M 4 and
-// 9 and K 383 border it on the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each thread's
-// range; K: the masked last vector (K % 16 != 0), split-K slices (1553 in 3: slices of 640, 640 and
-// 273, the last on the blocks); K in chunks of packed A (1553: 784 + 769 in fp32; 2100: 704 + 704
-// + 692 in fp32, 1056 + 1044 on bf16 pairs, masked tails in the last chunk, the later chunks'
-// sums added to the earlier ones'); stages 1 (no prefetch) and 2; exact on small integers, random
-// values, alpha / beta with a bf16 C, padded leading dimensions. fp32 x fp32, fp32 A with bf16 W,
-// fp16 x fp16 and bf16 x bf16.
+// fp32, bf16 and fp16 W with 5-8 rows of A (AVX2: 3-8) and K >= 384 on the decode path: A packed
+// into a panel, W converted as loaded, three W rows at a time against all rows of A in one pass
+// (AVX-512) or in passes of 4 rows (AVX2) (bf16 x bf16: as bf16 pairs where the CPU has
+// AVX512-BF16, K 32 values a step; panel_shape). M 2 and 4 (AVX-512) and 9 and K 383 border it on
+// the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each thread's range; K: the partial last
+// vector (K % 16 != 0), split-K slices (1553 in 3: slices of 640, 640 and 273, the last on the
+// blocks); K in chunks of packed A (1553: 784 + 769 in fp32; 2100: 704 + 704 + 692 in fp32, 1056
+// + 1044 on bf16 pairs, tails in the last chunk, the later chunks' sums added to the earlier
+// ones'); stages 1 (no prefetch) and 2; exact on small integers, random values, alpha / beta with
+// a bf16 C, padded leading dimensions. fp32 x fp32, fp32 A with bf16 W, fp16 x fp16 and bf16 x
+// bf16, on every kernel family here that has the panel kernel.
 TEST(Gemm, PanelDecode) {
   Params q;
   q.m = 8, q.k = 4096;
@@ -744,14 +746,25 @@ TEST(Gemm, PanelDecode) {
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   EXPECT_FALSE(detail::decode_uses_k_tile(q, f512));
   EXPECT_TRUE(detail::decode_uses_scratch(q, f512));
-  EXPECT_FALSE(detail::decodes_panel(q, detail::family(Isa::avx2)));
+  const detail::KernelFamily& f2 = detail::family(Isa::avx2);
+  EXPECT_TRUE(detail::decodes_panel(q, f2));
+  EXPECT_FALSE(detail::decodes_panel(q, detail::family(Isa::scalar)));
   q.m = 4;
   EXPECT_FALSE(detail::decodes_panel(q, f512));
   EXPECT_TRUE(detail::decode_uses_k_tile(q, f512));
+  EXPECT_TRUE(detail::decodes_panel(q, f2));
+  EXPECT_FALSE(detail::decode_uses_k_tile(q, f2));
+  q.m = 3;
+  EXPECT_TRUE(detail::decodes_panel(q, f2));
+  q.m = 2;
+  EXPECT_FALSE(detail::decodes_panel(q, f2));
+  EXPECT_TRUE(detail::decode_uses_k_tile(q, f2));
   q.m = 9;
   EXPECT_FALSE(detail::decodes_panel(q, f512));
+  EXPECT_FALSE(detail::decodes_panel(q, f2));
   q.m = 5, q.k = 383;
   EXPECT_FALSE(detail::decodes_panel(q, f512));
+  EXPECT_FALSE(detail::decodes_panel(q, f2));
   q.k = 384;
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::bf16;
@@ -766,30 +779,34 @@ TEST(Gemm, PanelDecode) {
                                            {DType::f32, DType::bf16},
                                            {DType::f16, DType::f16},
                                            {DType::bf16, DType::bf16}};
-  for (const auto& [at, bt] : types)
-    for (std::int64_t m : {4, 5, 6, 7, 8, 9})
-      for (std::int64_t n : {1, 2, 3, 5, 13, 130})
-        for (std::int64_t k : {17, 383, 384, 399, 1553, 2100})
-          for (int threads : {1, 2})
-            for (int stages : {1, 2}) {
-              if (bt != DType::f32 && (m == 6 || m == 7 || n == 5)) continue;
-              if (k == 2100 && (n == 2 || n == 5 || m == 4 || m == 9)) continue;
-              Case c{};
-              c.at = at, c.bt = bt;
-              c.path = Path::decode;
-              c.m = m, c.n = n, c.k = k;
-              c.threads = threads;
-              c.stages = stages;
-              c.pad = n == 13 ? 3 : 0;
-              c.split_k = k == 1553 && threads == 2 ? 3 : 0;
-              c.ints = true;
-              run_case(c);
-              if (threads == 1 || stages == 1) continue;
-              c.ints = false;
-              run_case(c);
-              c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
-              run_case(c);
-            }
+  for (Isa isa : isas())
+    for (const auto& [at, bt] : types)
+      for (std::int64_t m : {2, 3, 4, 5, 6, 7, 8, 9})
+        for (std::int64_t n : {1, 2, 3, 5, 13, 130})
+          for (std::int64_t k : {17, 383, 384, 399, 1553, 2100})
+            for (int threads : {1, 2})
+              for (int stages : {1, 2}) {
+                if (isa == Isa::scalar) continue;
+                if ((m == 2 || m == 3) && (isa != Isa::avx2 || k == 17 || k == 383)) continue;
+                if (bt != DType::f32 && (m == 6 || m == 7 || n == 5)) continue;
+                if (k == 2100 && (n == 2 || n == 5 || m == 4 || m == 9)) continue;
+                Case c{};
+                c.isa = isa;
+                c.at = at, c.bt = bt;
+                c.path = Path::decode;
+                c.m = m, c.n = n, c.k = k;
+                c.threads = threads;
+                c.stages = stages;
+                c.pad = n == 13 ? 3 : 0;
+                c.split_k = k == 1553 && threads == 2 ? 3 : 0;
+                c.ints = true;
+                run_case(c);
+                if (threads == 1 || stages == 1) continue;
+                c.ints = false;
+                run_case(c);
+                c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+                run_case(c);
+              }
 }
 
 namespace {

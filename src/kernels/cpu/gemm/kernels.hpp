@@ -182,9 +182,15 @@ inline constexpr bool fp8_pairs_super(std::int64_t m) {
 // 16-bit W on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where
 // the CPU has AVX512-BF16). Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold,
 // 2 threads, panel against blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
+// AVX2 (passes of 4 rows) takes it from 3 rows of A: its 4 x 4 blocks hold 2 rows of A (Zen 4
+// forced to AVX2, 2 threads, cold, 3 rounds, panel against blocks: fp32 3 x 8192 x 512 1.27-1.61x,
+// 4 x 4096 x 4096 1.07-1.16x, bf16 4 x 4096 x 4096 1.27-1.30x, fp16 batched 256 x (4 x 128 x
+// 2048) 1.81-1.92x; 2 rows 0.84-0.95x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
-inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k) {
-  return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= kDecodePanelMinM &&
+inline constexpr std::int64_t kDecodePanelMinMAvx2 = 3;
+inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k,
+                                  std::int64_t min_m = kDecodePanelMinM) {
+  return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= min_m &&
          m <= kDecodePanelMaxM && k >= kDecodePanelMinK;
 }
 

@@ -18,7 +18,7 @@ namespace {
 // session); 384 in 16-bit rows (768 B: fp16 8 x 4096 x 12288 and 8 x 16384 x 4096, 2 threads,
 // 1.12-1.14x against 256, seventeenth session).
 template <DType T>
-struct Fp32Route {
+struct Fp32Route : Avx512Panel {
   using A = float;
   using W = __m512;
   static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,

@@ -31,7 +31,7 @@ struct Bf16Source {
 // The prefetch runs 1024 values (2 KiB) ahead: against 384 (attain bench, 2 threads, alternated
 // per op, seventeenth session) 8 x 16384 x 4096 1.07-1.30x, 8 x 4096 x 14336 1.21-1.33x,
 // 6 x 7168 x 2048 0.98-1.17x; 768 between the two, 1536 level with 384.
-struct Bf16Pairs {
+struct Bf16Pairs : Avx512Panel {
   using A = std::uint16_t;
   using W = __m512i;
   static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 1024;

@@ -1,246 +1,28 @@
-// The decode path's one-pass panel kernel for 5-8 rows of A (panel_shape), written once over a
-// policy P for how W's values meet A's: fp32 FMAs on W converted as loaded (fp32, bf16, fp16 W;
-// decode_avx512.cpp) or vdpbf16ps on bf16 pairs (bf16 x bf16; decode_bf16_avx512bf16.cpp).
-// A's rows are packed interleaved a step at a time, so one pointer walks them (eight row
-// pointers and three W rows left GCC too few registers: it spilled them and ran 1.4x slower);
-// each step loads a vector of three W rows once and multiplies it by every row of A (MB x 3 <=
-// 24 accumulators, 3 W vectors, 1 A vector). Included only by AVX-512 files; everything has
-// internal linkage (kernels.hpp: no inline function of a shared header may be picked by the
-// linker for another ISA's code).
-//
-// P provides: A (the panel's element type), W (a W vector's register type), kStep (values of K
-// per step and per vector), kBytes (bytes per W value), kAhead (values of K the prefetch runs
-// ahead, into L1), kFarBytes (0, or the line this many bytes further on in memory from the one
-// loaded, prefetched into L2: with W's rows back to back, a later tile's rows), kWide (K chunks
-// of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes),
-// pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep) into dst, zeros past K),
-// load(row, p), load(row, p, remaining) (masked: zeros past K) and dot(acc, a, w).
+// The panel kernel's AVX-512 part (decode_panel.hpp): zmm accumulators, all 8 rows of A in one
+// pass (8 x 3 accumulators, 3 W vectors and an A vector of the 32 registers), and the sums of a
+// row's accumulators stored with one masked store. The AVX-512 routes derive from Avx512Panel.
 #pragma once
 
 #include <immintrin.h>
 
-#include <cstdint>
-
-#include "kernels/cpu/gemm/kernels.hpp"
 #include "kernels/cpu/gemm/ukernels/avx512/simd_avx512.hpp"
-#include "kernels/cpu/gemm/ukernels/simd_stream.hpp"  // prefetch_line, prefetch_line_l2
+#include "kernels/cpu/gemm/ukernels/decode_panel.hpp"
 
 namespace attain::gemm::detail {
 namespace {
 
-// The 16-bit routes' kFarBytes (kDecodeFarBytes, kernels.hpp): beside the L1 prefetch half a
-// chunk ahead (768 B - 2 KiB, too short to hide memory's latency when the rows are short), the
-// line 16 KiB on in memory into L2 (twenty-ninth session; attain bench, 2 threads, cold, 3
-// rounds, against none): bf16 grouped 128 x (8x2048x768) 2.19-2.25x, with skew 1.05-1.10x,
-// batched 128 x (8x128x2048) 1.26-1.29x, 8 x 2048 x 2048 1.14-1.19x, 6 x 7168 x 2048
-// 1.35-1.37x, 8 x 4096 x 14336 / 8 x 16384 x 4096 level to 1.06x; fp16 8 x 4096 x 12288
-// 1.19-1.27x, 5 x 4096 x 4096 1.28-1.33x. 8 KiB was 0.85x of 16 on the grouped op, 24 KiB
-// level, 32 KiB 0.82x there (1.07-1.17x on fp16 8 x 4096 x 12288).
-
-// Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
-template <class P, int MB>
-void pack_panel(const DecodeArgs& g, std::int64_t k0, std::int64_t k1, typename P::A* panel) {
-  const std::int64_t s0 = k0 / P::kStep, s1 = (k1 + P::kStep - 1) / P::kStep;
-  for (int i = 0; i < MB; ++i)
-    for (std::int64_t s = s0; s < s1; ++s) P::pack(g, i, s, panel + ((s - s0) * MB + i) * P::kStep);
-}
-
-// acc[i][j] = dot(acc[i][j], A's vector i of this step, x[j]), each A vector loaded once.
-template <class P, int MB, int NB>
-__attribute__((always_inline)) inline void panel_step(__m512 (&acc)[MB][NB],
-                                                      const typename P::W (&x)[NB],
-                                                      const typename P::A* ap) {
-#pragma GCC unroll 8
-  for (int i = 0; i < MB; ++i) {
-    auto av = P::a_load(ap + i * P::kStep);
-    // Opaque to the compiler: otherwise GCC folds the load into each of the NB products (NB
-    // loads instead of one; found in the disassembly of the prefetching loops).
-    asm("" : "+v"(av));
-#pragma GCC unroll 3
-    for (int j = 0; j < NB; ++j) acc[i][j] = P::dot(acc[i][j], av, x[j]);
+struct Avx512Panel {
+  using Acc = __m512;
+  static constexpr int kMinM = kDecodePanelMinM, kPassRows = kDecodePanelMaxM;
+  static constexpr std::int64_t kFarMaxRow = 0;
+  static __m512 zero() { return _mm512_setzero_ps(); }
+  static void sums(float* out, int live, bool add, __m512 a0, __m512 a1, __m512 a2) {
+    const auto mask = static_cast<__mmask8>((1u << live) - 1);
+    __m128 s = Avx512::hsum4(a0, a1, a2, a2);
+    if (add) s = _mm_add_ps(s, _mm_maskz_loadu_ps(mask, out));
+    _mm_mask_storeu_ps(out, mask, s);
   }
-}
-
-// out(i, j0 + j) for i < MB, j < NB over K [k0, k1) (a chunk: `add` puts the sums on top of
-// the earlier chunks'). The last partial vector of K loads W masked (A's panel is zero there).
-// kPrefetch: a line of each W row P::kAhead values on, in its own row or, near the chunk's end,
-// in the next tile's rows within this thread's range.
-// The tile computed next starts at row nj, K index nk (its rows past g.n1 are not fetched).
-template <class P, int MB, int NB, bool kPrefetch>
-__attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
-                                                      const typename P::A* panel, std::int64_t j0,
-                                                      std::int64_t k0, std::int64_t k1, bool add,
-                                                      std::int64_t nj, std::int64_t nk) {
-  constexpr std::int64_t es = P::kBytes, L = P::kStep;
-  // At most half a chunk ahead: rows of 768 bf16 values (the MoE experts' K) ran 1.12-1.23x
-  // slower a whole row ahead than half a row (grouped 128 x (8 x 2048 x 768), 2 threads).
-  const std::int64_t half = (k1 - k0) / 2 / L * L;
-  const std::int64_t ahead = P::kAhead < half ? P::kAhead : half;
-  // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
-  constexpr std::int64_t line_steps = 64 / (L * es) > 1 ? 64 / (L * es) : 1;
-  const std::byte* w[NB];
-  for (int j = 0; j < NB; ++j) w[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * es;
-  __m512 acc[MB][NB];
-#pragma GCC unroll 8
-  for (int i = 0; i < MB; ++i)
-#pragma GCC unroll 3
-    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_ps();
-  const std::int64_t kv = k1 - (k1 - k0) % L;
-  const typename P::A* ap = panel;
-  std::int64_t p = k0;
-  typename P::W x[NB];
-  if constexpr (kPrefetch) {
-    // Steps whose prefetch stays in their own rows.
-#pragma GCC unroll 2
-    for (; p + ahead < kv; p += L, ap += MB * L) {
-#pragma GCC unroll 3
-      for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0) {
-          prefetch_line(w[j] + (p + ahead) * es);
-          if constexpr (P::kFarBytes > 0) prefetch_line_l2(w[j] + p * es + P::kFarBytes);
-        }
-        x[j] = P::load(w[j], p);
-      }
-      panel_step<P, MB, NB>(acc, x, ap);
-    }
-    // Then the next tile's rows, ahead values on in the tiles' concatenated stream: at step p,
-    // value p + ahead - k1 of the next tile (row nj + j from K index nk). A row this thread does
-    // not compute is replaced by its own row (lines already loaded). Addresses as integers: they
-    // may lie outside W (prefetches do not fault).
-    std::uintptr_t next[NB];
-    for (int j = 0; j < NB; ++j)
-      next[j] = nj + j < g.n1 ? reinterpret_cast<std::uintptr_t>(
-                                    static_cast<const std::byte*>(g.w) + (nj + j) * g.ldw * es) +
-                                    static_cast<std::uintptr_t>((nk + ahead - k1) * es)
-                              : reinterpret_cast<std::uintptr_t>(w[j]);
-    for (; p < kv; p += L, ap += MB * L) {
-#pragma GCC unroll 3
-      for (int j = 0; j < NB; ++j) {
-        if ((p / L) % line_steps == 0) {
-          prefetch_line(
-              reinterpret_cast<const void*>(next[j] + static_cast<std::uintptr_t>(p * es)));
-          if constexpr (P::kFarBytes > 0) prefetch_line_l2(w[j] + p * es + P::kFarBytes);
-        }
-        x[j] = P::load(w[j], p);
-      }
-      panel_step<P, MB, NB>(acc, x, ap);
-    }
-  } else {
-#pragma GCC unroll 2
-    for (; p < kv; p += L, ap += MB * L) {
-#pragma GCC unroll 3
-      for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p);
-      panel_step<P, MB, NB>(acc, x, ap);
-    }
-  }
-  if (p < k1) {
-    for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p, k1 - p);
-    panel_step<P, MB, NB>(acc, x, ap);
-  }
-  // Each row of A's NB sums in one reduction tree, stored together (one masked store per row:
-  // NB scalar stores per row were 1.3x slower on cold short rows, K = 128).
-  const __m512 z = _mm512_setzero_ps();
-  constexpr auto kLive = static_cast<__mmask8>((1u << NB) - 1);
-#pragma GCC unroll 8
-  for (int i = 0; i < MB; ++i) {
-    float* out = g.out + i * g.ldo + (j0 - g.n0);
-    __m128 sums = Avx512::hsum4(acc[i][0], NB > 1 ? acc[i][NB > 1 ? 1 : 0] : z,
-                                NB > 2 ? acc[i][NB > 2 ? 2 : 0] : z, z);
-    if (add) sums = _mm_add_ps(sums, _mm_maskz_loadu_ps(kLive, out));
-    _mm_mask_storeu_ps(out, kLive, sums);
-  }
-}
-
-// Rows [r0, r1) of W over K [k0, k1) (the panel holds A's values from k0); the tile after the
-// last starts at row nj, K index nk.
-template <class P, int MB, bool kPrefetch>
-void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k0, std::int64_t k1,
-                 std::int64_t r0, std::int64_t r1, std::int64_t nj, std::int64_t nk) {
-  const bool add = k0 > 0;
-  std::int64_t j = r0;
-  for (; j + 3 <= r1; j += 3) {
-    const bool last = j + 3 == r1;
-    panel_tile<P, MB, 3, kPrefetch>(g, panel, j, k0, k1, add, last ? nj : j + 3, last ? nk : k0);
-  }
-  if (r1 - j == 2) panel_tile<P, MB, 2, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
-  if (r1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
-}
-
-// K in equal chunks of whole steps, each at most `bytes` of packed A (DecodeArgs::panel_bytes,
-// at most kDecodePanelChunkBytes; panel_rows_in runs a group of W rows over them), so that A stays
-// in L1 beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values:
-// 768 + 768, not 1024 + 512). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and
-// more), and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the
-// L2's rate (Zen 5, warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
-// P::kWide (16-bit W on the fp32 route): chunks of at most kDecodePanelWideBytes instead, A in
-// L2, where the L1 chunk cut W's rows into pieces too short to stream (kernels.hpp).
-template <class P>
-std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
-  constexpr std::int64_t step_bytes =
-      kDecodePanelMaxM * P::kStep * static_cast<std::int64_t>(sizeof(typename P::A));
-  constexpr std::int64_t most_bytes = P::kWide ? kDecodePanelWideBytes : kDecodePanelChunkBytes;
-  static_assert(most_bytes % step_bytes == 0, "a chunk's panel must fit decode_scratch_floats");
-  if constexpr (P::kWide) bytes = most_bytes;
-  bytes = bytes < step_bytes ? step_bytes : bytes > most_bytes ? most_bytes : bytes;
-  const std::int64_t most = bytes / step_bytes * P::kStep;
-  const std::int64_t chunks = (k + most - 1) / most;
-  return chunks <= 1 ? k : (k + chunks * P::kStep - 1) / (chunks * P::kStep) * P::kStep;
-}
-
-// K in spans whose packed A fits the scratch (kDecodePanelWideBytes: A in L2) and each span in
-// chunks that keep A in L1 (panel_chunk); W's rows in groups of kDecodePanelGroupRows, each
-// group taking the span's chunks one after another, so that its rows stream in address order
-// and the A chunk is read from L2 once per group. (All of the thread's rows a chunk at a time,
-// as before, cut every row into pieces of 2 KiB read far apart: a read of that pattern alone
-// reaches two thirds of a plain stream; twentieth session.) P::kWide: A's chunk is the span.
-template <class P, int MB, bool kPrefetch>
-void panel_rows_in(const DecodeArgs& g) {
-  auto* panel = reinterpret_cast<typename P::A*>(g.scratch);
-  constexpr std::int64_t step_bytes =
-      kDecodePanelMaxM * P::kStep * static_cast<std::int64_t>(sizeof(typename P::A));
-  const std::int64_t chunk = panel_chunk<P>(g.k, g.panel_bytes);
-  const std::int64_t span_most = kDecodePanelWideBytes / step_bytes * P::kStep;
-  const std::int64_t span = g.k <= span_most ? g.k : span_most / chunk * chunk;
-  for (std::int64_t s0 = 0; s0 < g.k; s0 += span) {
-    const std::int64_t s1 = s0 + span < g.k ? s0 + span : g.k;
-    pack_panel<P, MB>(g, s0, s1, panel);
-    for (std::int64_t r0 = g.n0; r0 < g.n1; r0 += kDecodePanelGroupRows) {
-      const std::int64_t r1 = r0 + kDecodePanelGroupRows < g.n1 ? r0 + kDecodePanelGroupRows : g.n1;
-      for (std::int64_t k0 = s0; k0 < s1; k0 += chunk) {
-        const std::int64_t k1 = k0 + chunk < s1 ? k0 + chunk : s1;
-        // The tile after the group's last: its next chunk, else the next group's first, else
-        // the next span's.
-        const bool more = k1 < s1;
-        const std::int64_t nj = more ? r0 : r1 < g.n1 ? r1 : g.n0;
-        const std::int64_t nk = more ? k1 : r1 < g.n1 ? s0 : s1;
-        panel_tiles<P, MB, kPrefetch>(g, panel + (k0 - s0) / P::kStep * MB * P::kStep, k0, k1, r0,
-                                      r1, nj, nk);
-      }
-    }
-  }
-}
-
-template <class P, int MB>
-void panel_rows(const DecodeArgs& g) {
-  if (g.stages > 1) return panel_rows_in<P, MB, true>(g);
-  panel_rows_in<P, MB, false>(g);
-}
-
-// The panel kernel for g.m rows of A (kDecodePanelMinM..kDecodePanelMaxM); g.scratch holds the
-// panel (decode_scratch_floats).
-template <class P>
-void decode_panel(const DecodeArgs& g) {
-  switch (g.m) {
-    case 5:
-      return panel_rows<P, 5>(g);
-    case 6:
-      return panel_rows<P, 6>(g);
-    case 7:
-      return panel_rows<P, 7>(g);
-    default:
-      return panel_rows<P, 8>(g);
-  }
-}
+};
 
 }  // namespace
 }  // namespace attain::gemm::detail
