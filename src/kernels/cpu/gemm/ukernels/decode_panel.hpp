@@ -1,24 +1,25 @@
-// The decode path's one-pass panel kernel for 5-8 rows of A (panel_shape), written once over a
-// policy P for the ISA and for how W's values meet A's: fp32 FMAs on W converted as loaded
-// (fp32, bf16, fp16 W; decode_avx512.cpp, decode_avx2.cpp) or vdpbf16ps on bf16 pairs (bf16 x
-// bf16; decode_bf16_avx512bf16.cpp). A's rows are packed interleaved a step at a time, so one
-// pointer walks them (eight row pointers and three W rows left GCC too few registers: it spilled
-// them and ran 1.4x slower); each step loads a vector of three W rows once and multiplies it by
-// the rows of A of a pass (P::kPassRows x 3 accumulators, 3 W vectors, 1 A vector: AVX-512's 32
-// registers take all 8 rows in one pass, AVX2's 16 take 4, and a second pass reads the tile's W
-// again from L1). Included only by ISA files; everything has internal linkage (kernels.hpp: no
-// inline function of a shared header may be picked by the linker for another ISA's code).
+// The decode path's panel kernel for 3-8 rows of A (panel_shape), written once over a policy P
+// for the ISA and for how W's values meet A's: fp32 FMAs on W converted as loaded (fp32, bf16,
+// fp16 W; decode_avx512.cpp, decode_avx2.cpp) or vdpbf16ps on bf16 pairs (bf16 x bf16;
+// decode_bf16_avx512bf16.cpp). A's rows are packed interleaved a step at a time, so one pointer
+// walks them (eight row pointers and three W rows left GCC too few registers: it spilled them and
+// ran 1.4x slower); each step loads a vector of three W rows once and multiplies it by the rows of
+// A of a pass (P::kPassRows x 3 accumulators, 3 W vectors, 1 A vector: AVX-512's 32 registers take
+// all 8 rows in one pass, AVX2's 16 take 4, and a second pass reads the tile's W again from L1).
+// Included only by ISA files; everything has internal linkage (kernels.hpp: no inline function of
+// a shared header may be picked by the linker for another ISA's code).
 //
 // P provides: A (the panel's element type), W (a W vector's register type), Acc (an
-// accumulator's), kStep (values of K per step and per vector), kBytes (bytes per W value),
-// kMinM (the fewest rows of A it takes: panel_shape), kPassRows (rows of A per pass), kAhead
-// (values of K the prefetch runs ahead, into L1), kFarBytes (0, or the line this many bytes
-// further on in memory from the one loaded, prefetched into L2: with W's rows back to back, a
-// later tile's rows), kFarMaxRow (0, or the row stride in bytes from which on it is not), kWide (K
-// chunks of kDecodePanelWideBytes of packed A, in L2, instead of panel_bytes), pack(g, i, s, dst)
-// (row i's values [kStep s, kStep s + kStep) into dst, zeros past K), a_load(p), load(row, p),
-// load(row, p, remaining) (zeros past K), dot(acc, a, w), zero() and sums(out, live, add, acc0,
-// acc1, acc2) (the three accumulators' sums into out[0, live), added to out[] with add).
+// accumulator's), kStep (values of K per step and per vector), kBytes (bytes per W value), kMinM
+// (the fewest rows of A it takes: panel_shape), kPassRows (rows of A per pass), kNextChunk (a
+// second pass fetches the tile's next chunk: kNext), kAhead (values of K the prefetch runs ahead,
+// into L1), kFarBytes (0, or the line this many bytes further on in memory from the one loaded,
+// prefetched into L2: with W's rows back to back, a later tile's rows), kFarMaxRow (0, or the row
+// stride in bytes from which on it is not), kWide (K chunks of kDecodePanelWideBytes of packed A,
+// in L2, instead of panel_bytes), pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep)
+// into dst, zeros past K), a_load(p), load(row, p), load(row, p, remaining) (zeros past K),
+// dot(acc, a, w), zero() and sums(out, live, add, acc0, acc1, acc2) (the three accumulators' sums
+// into out[0, live), added to out[] with add).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,9 @@ __attribute__((always_inline)) inline void panel_step(typename P::Acc (&acc)[PM]
 // loads W with zeros past K (A's panel is zero there too). kPrefetch: a line of each W row
 // P::kAhead values on, in its own row or, near the chunk's end, in the next tile's rows within
 // this thread's range. The tile computed next starts at row nj, K index nk (its rows past g.n1
-// are not fetched).
-template <class P, int MB, int I0, int PM, int NB, bool kPrefetch>
+// are not fetched). kNext (a second pass, without kPrefetch): the line k1 - k0 values on in each
+// row, the tile's next chunk, into L2.
+template <class P, int MB, int I0, int PM, int NB, bool kPrefetch, bool kNext = false>
 __attribute__((always_inline)) inline void panel_pass(const DecodeArgs& g,
                                                       const typename P::A* panel, std::int64_t j0,
                                                       std::int64_t k0, std::int64_t k1, bool add,
@@ -133,11 +135,16 @@ __attribute__((always_inline)) inline void panel_pass(const DecodeArgs& g,
       panel_step<P, PM, NB>(acc, x, ap);
     }
   } else {
+    const std::int64_t span = (k1 - k0) * es;
 #pragma GCC unroll 2
     for (; p < kv; p += L, ap += MB * L) {
       typename P::W x[NB];
 #pragma GCC unroll 3
-      for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p);
+      for (int j = 0; j < NB; ++j) {
+        if constexpr (kNext)
+          if ((p / L) % line_steps == 0) prefetch_line_l2(w[j] + p * es + span);
+        x[j] = P::load(w[j], p);
+      }
       panel_step<P, PM, NB>(acc, x, ap);
     }
   }
@@ -155,7 +162,8 @@ __attribute__((always_inline)) inline void panel_pass(const DecodeArgs& g,
 }
 
 // The tile of W rows [j0, j0 + NB) against the panel's MB rows: in passes of P::kPassRows rows,
-// the first streaming W (with the prefetches), the second (if any) reading it again from L1.
+// the first streaming W (with the prefetches), the second (if any) reading it again from L1
+// (with P::kNextChunk, fetching the next chunk of the tile's rows).
 template <class P, int MB, int NB, bool kPrefetch>
 __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
                                                       const typename P::A* panel, std::int64_t j0,
@@ -164,7 +172,9 @@ __attribute__((always_inline)) inline void panel_tile(const DecodeArgs& g,
   constexpr int R = P::kPassRows < MB ? P::kPassRows : MB;
   static_assert(MB <= 2 * R, "at most two passes");
   panel_pass<P, MB, 0, R, NB, kPrefetch>(g, panel, j0, k0, k1, add, nj, nk);
-  if constexpr (MB > R) panel_pass<P, MB, R, MB - R, NB, false>(g, panel, j0, k0, k1, add, nj, nk);
+  if constexpr (MB > R)
+    panel_pass<P, MB, R, MB - R, NB, false, kPrefetch && P::kNextChunk>(g, panel, j0, k0, k1, add,
+                                                                        nj, nk);
 }
 
 // Rows [r0, r1) of W over K [k0, k1) (the panel holds A's values from k0); the tile after the
