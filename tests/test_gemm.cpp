@@ -2135,51 +2135,105 @@ TEST(Gemm, Fp8NanCodesInWeights) {
 }
 
 // fp8 W with one or two rows of A (the decode blocks that sum each scale block before scaling
-// it): activations from 1e-30 to 1e30, a row mixing both ends, and an infinite activation give
-// the reference's result. (A variant that converted W to value * 2^-120 without a multiply and
-// pre-scaled A to match failed the small and the huge cases until the scaling was chosen from
-// A's largest magnitude; it was then not faster and was dropped.)
+// it): activations from 1e-30 to 1e30, a row mixing both ends, a row of 1 with values of 1e-30
+// among them, and an infinite activation give the reference's result; small integers (exact in
+// fp32) give it bit for bit. N = 70 gives each of the 2 threads at least 32 W rows, from which
+// the kernel scales A by 2^64 and takes W's values as value * 2^-120 without a multiply
+// (Stream::scale_a; 1e-6, 1e6 and the rows of 1 run so, 1e-30, 1e30 and the infinity fall back
+// to the multiply), and N = 13 runs without it.
 TEST(Gemm, Fp8DecodeActivationMagnitudes) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const std::int64_t n = 13, k = 300, kb = ceil_div(k, kFp8Block);
-  std::vector<std::uint8_t> w(static_cast<std::size_t>(n * k));
-  std::vector<float> ws(static_cast<std::size_t>(kb));
-  for (auto& q : w) q = f32_to_e4m3(u(rng) * 400.0f);
-  w[3] = 0;  // column 0 meets the infinite activation with a zero weight
-  for (auto& x : ws) x = 0.001f + std::abs(u(rng)) * 0.01f;
+  const std::int64_t k = 300, kb = ceil_div(k, kFp8Block);
+  for (Isa isa : isas())
+    for (std::int64_t n : {13, 70})
+      for (std::int64_t m : {1, 2})
+        for (float f : {1e-30f, 1e-6f, 1.0f, 1e6f, 1e30f, 0.0f, -1.0f, 2.0f}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " n=" + std::to_string(n) +
+                       " m=" + std::to_string(m) + " f=" + std::to_string(f));
+          const std::int64_t nb = ceil_div(n, kFp8Block);
+          std::vector<std::uint8_t> w(static_cast<std::size_t>(n * k));
+          std::vector<float> ws(static_cast<std::size_t>(nb * kb));
+          for (auto& q : w) q = f32_to_e4m3(u(rng) * 400.0f);
+          w[3] = 0;  // column 0 meets the infinite activation with a zero weight
+          for (auto& x : ws) x = 0.001f + std::abs(u(rng)) * 0.01f;
+          std::vector<float> a(static_cast<std::size_t>(m * k));
+          for (auto& x : a) x = u(rng) * (f > 0.0f && f != 2.0f ? f : 1e-3f);
+          if (f == 0.0f) a[1] = 1e30f;  // one huge value beside small ones
+          if (f < 0.0f) a[3] = std::numeric_limits<float>::infinity();
+          if (f == 2.0f) {  // rows of 1 with 1e-30 here and there, against all of W's codes
+            for (std::size_t q = 0; q < a.size(); ++q) a[q] = q % 5 == 2 ? 1e-30f : 1.0f;
+            for (std::size_t q = 0; q < w.size(); ++q) w[q] = static_cast<std::uint8_t>(q % 127);
+          }
+          std::vector<float> c(static_cast<std::size_t>(m * n));
+          gemm(fp8_weights(a.data(), w.data(), ws.data(), c.data(), m, n, k, isa, Path::decode));
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              double ref = 0, mag = 0;
+              for (std::int64_t q = 0; q < k; ++q) {
+                const double wv =
+                    static_cast<double>(e4m3_to_f32(w[static_cast<std::size_t>(j * k + q)])) *
+                    ws[static_cast<std::size_t>(j / kFp8Block * kb + q / kFp8Block)];
+                const double av = a[static_cast<std::size_t>(i * k + q)];
+                ref += av * wv;
+                mag += std::abs(av * wv);
+              }
+              const float got = c[static_cast<std::size_t>(i * n + j)];
+              if (std::isnan(ref)) {
+                EXPECT_TRUE(std::isnan(got)) << i << "," << j;
+              } else if (std::isinf(ref)) {
+                EXPECT_EQ(got, static_cast<float>(ref)) << i << "," << j;
+              } else {
+                EXPECT_LE(std::abs(got - ref), 1e-5 * mag) << i << "," << j << " ref " << ref;
+              }
+            }
+        }
+}
+
+// The same decode with A scaled (Stream::scale_a: one or two rows of A, 32 or more W rows a
+// thread) is exact where the unscaled one is: small integers in A and W, power-of-two scales,
+// K in one tile and in tiles of 256 with a scalar tail (K = 1100), a NaN code in one row making
+// exactly that column NaN; bit for bit against the reference, both thread counts.
+TEST(Gemm, Fp8DecodeScaledExact) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-4, 4);
   for (Isa isa : isas())
     for (std::int64_t m : {1, 2})
-      for (float f : {1e-30f, 1e-6f, 1.0f, 1e6f, 1e30f, 0.0f, -1.0f}) {
-        SCOPED_TRACE(std::string(isa_name(isa)) + " m=" + std::to_string(m) +
-                     " f=" + std::to_string(f));
-        std::vector<float> a(static_cast<std::size_t>(m * k));
-        for (auto& x : a) x = u(rng) * (f > 0.0f ? f : 1e-3f);
-        if (f == 0.0f) a[1] = 1e30f;  // one huge value beside small ones
-        if (f < 0.0f) a[3] = std::numeric_limits<float>::infinity();
-        std::vector<float> c(static_cast<std::size_t>(m * n));
-        gemm(fp8_weights(a.data(), w.data(), ws.data(), c.data(), m, n, k, isa, Path::decode));
-        for (std::int64_t i = 0; i < m; ++i)
-          for (std::int64_t j = 0; j < n; ++j) {
-            double ref = 0, mag = 0;
-            for (std::int64_t q = 0; q < k; ++q) {
-              const double wv =
-                  static_cast<double>(e4m3_to_f32(w[static_cast<std::size_t>(j * k + q)])) *
-                  ws[static_cast<std::size_t>(q / kFp8Block)];
-              const double av = a[static_cast<std::size_t>(i * k + q)];
-              ref += av * wv;
-              mag += std::abs(av * wv);
-            }
-            const float got = c[static_cast<std::size_t>(i * n + j)];
-            if (std::isnan(ref)) {
-              EXPECT_TRUE(std::isnan(got)) << i << "," << j;
-            } else if (std::isinf(ref)) {
-              EXPECT_EQ(got, static_cast<float>(ref)) << i << "," << j;
-            } else {
-              EXPECT_LE(std::abs(got - ref), 1e-5 * mag) << i << "," << j << " ref " << ref;
-            }
+      for (std::int64_t k : {300, 1100})
+        for (int threads : {1, 2})
+          for (int k_tile : {0, 256}) {
+            SCOPED_TRACE(std::string(isa_name(isa)) + " m=" + std::to_string(m) +
+                         " k=" + std::to_string(k) + " threads=" + std::to_string(threads) +
+                         " k_tile=" + std::to_string(k_tile));
+            const std::int64_t n = 70, kb = ceil_div(k, kFp8Block), nan_col = 41;
+            std::vector<float> a(static_cast<std::size_t>(m * k));
+            for (auto& x : a) x = static_cast<float>(small(rng));
+            std::vector<std::uint8_t> w(static_cast<std::size_t>(n * k));
+            for (auto& q : w) q = f32_to_e4m3(static_cast<float>(small(rng) * 3));
+            w[static_cast<std::size_t>(nan_col * k + k / 2)] = 0xff;
+            std::vector<float> ws(static_cast<std::size_t>(kb));
+            for (std::size_t b = 0; b < ws.size(); ++b) ws[b] = b % 2 == 0 ? 0.25f : 2.0f;
+            std::vector<float> c(static_cast<std::size_t>(m * n), -7.0f);
+            Params p =
+                fp8_weights(a.data(), w.data(), ws.data(), c.data(), m, n, k, isa, Path::decode);
+            p.threads = threads;
+            p.schedule.decode_k_tile = k_tile;
+            gemm(p);
+            for (std::int64_t i = 0; i < m; ++i)
+              for (std::int64_t j = 0; j < n; ++j) {
+                const float got = c[static_cast<std::size_t>(i * n + j)];
+                if (j == nan_col) {
+                  EXPECT_TRUE(std::isnan(got)) << i << "," << j;
+                  continue;
+                }
+                double ref = 0;
+                for (std::int64_t q = 0; q < k; ++q)
+                  ref += static_cast<double>(a[static_cast<std::size_t>(i * k + q)]) *
+                         e4m3_to_f32(w[static_cast<std::size_t>(j * k + q)]) *
+                         ws[static_cast<std::size_t>(q / kFp8Block)];
+                EXPECT_EQ(got, static_cast<float>(ref)) << i << "," << j;
+              }
           }
-      }
 }
 
 // Every form, items in one region or one each (Fuse on / off / automatic), 2 threads.

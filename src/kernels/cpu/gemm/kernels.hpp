@@ -111,6 +111,10 @@ struct DecodeArgs {
   int stages = 2;               // prefetch distance in k tiles (1 = none)
   std::int64_t k_tile = 1024;   // K elements per pipeline tile (multiple of 128)
   float* scratch = nullptr;     // >= decode_scratch_floats(k_tile, k) floats, 64-byte aligned
+  // Stream's fp8 decode with few rows of A: A times 2^64 (set by the kernel itself, in scratch;
+  // null: not scaled). See Stream::scale_a.
+  const float* a_up = nullptr;
+  std::int64_t lda_up = 0;
   // The bf16-pairs decode kernels (decode_*_pairs_*) read A as bf16 rows, `a` unused: for
   // bf16 x bf16 A itself; for fp8 x fp8 A in permute_a_fp8_pairs' order, unscaled, with its
   // 1 x 128 scales a_scale[i * ld_ascale + p/128].
@@ -198,7 +202,9 @@ inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k,
 // kernel's packed A (kDecodePanelMaxM rows of one K chunk rounded up to whole vectors: at most
 // kDecodePanelWideBytes, the chunk of 16-bit W on the fp32 route).
 inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile, std::int64_t k) {
-  const std::int64_t tiles = kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16;
+  // W tiles, the accumulators, and up to kDecodeRows rows of A scaled (DecodeArgs::a_up).
+  const std::int64_t tiles =
+      kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16 + kDecodeRows * ((k + 15) / 16) * 16;
   const std::int64_t all_k = kDecodePanelMaxM * ((k + 15) / 16) * 16;
   const std::int64_t chunk = kDecodePanelWideBytes / static_cast<std::int64_t>(sizeof(float));
   const std::int64_t panel = all_k < chunk ? all_k : chunk;

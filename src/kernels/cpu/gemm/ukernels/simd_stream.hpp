@@ -268,10 +268,21 @@ struct Stream {
   // acc[i][j] (vectors in accbuf, row stride NB) += sum over p in [k0,k1) of
   // a[i0+i][p] * w[j0+j][p], for MBc rows of A and NBc rows of W. W comes from its storage
   // (kFromBuf = false) or from fp32 rows converted into wbuf (row stride ldb).
-  template <DType T, int MBc, int NBc, bool kFromBuf>
+  // kRaw (fp8 with one or two rows of A, scaled: DecodeArgs::a_up): W's values as their fp32
+  // patterns (value * 2^-120, S::fp8_raw) against A * 2^64, and each scale block's sum times
+  // 2^56 before its scale (scale_a).
+  template <DType T, int MBc, int NBc, bool kFromBuf, bool kRaw = false>
   static void block(const DecodeArgs& g, std::int64_t i0, std::int64_t j0, std::int64_t k0,
                     std::int64_t k1, V* accbuf, const float* wbuf, std::int64_t ldb,
                     const Ahead* ahead, bool direct) {
+    // fp8 with few rows of A: sum each 128-wide scale block unscaled and apply its scale
+    // once (one FMA per block instead of a multiply per vector); the registers allow it up
+    // to two rows.
+    constexpr bool kFold = T == DType::fp8 && !kFromBuf && MBc <= 2;
+    if constexpr (kFold && !kRaw)
+      if (g.a_up != nullptr)
+        return block<T, MBc, NBc, kFromBuf, true>(g, i0, j0, k0, k1, accbuf, wbuf, ldb, ahead,
+                                                  direct);
     V acc[MBc][NBc];
     for (int i = 0; i < MBc; ++i)
       for (int j = 0; j < NBc; ++j) acc[i][j] = direct ? S::zero() : accbuf[(i0 + i) * NB + j];
@@ -279,7 +290,8 @@ struct Stream {
     for (int j = 0; j < NBc; ++j)
       rows[j] = static_cast<const std::byte*>(g.w) + (j0 + j) * g.ldw * esize<T>();
     const float* arow[MBc];
-    for (int i = 0; i < MBc; ++i) arow[i] = g.a + (i0 + i) * g.lda;
+    for (int i = 0; i < MBc; ++i)
+      arow[i] = kRaw ? g.a_up + (i0 + i) * g.lda_up : g.a + (i0 + i) * g.lda;
     const PrefetchRows pf = prefetch_rows<T>(ahead, k0);
     // fp8: a NaN code anywhere in row j makes column j's sums NaN (set after the loop).
     typename S::NanAcc nan = S::nan_none();
@@ -292,10 +304,6 @@ struct Stream {
       if constexpr (T == DType::fp8 && !kFromBuf)
         for (int j = 0; j < NBc; ++j)
           sc[j] = S::set1(g.w_scale[((j0 + j) / kFp8Block) * g.ld_wscale + b0 / kFp8Block]);
-      // fp8 with few rows of A: sum each 128-wide scale block unscaled and apply its scale
-      // once (one FMA per block instead of a multiply per vector); the registers allow it up
-      // to two rows.
-      constexpr bool kFold = T == DType::fp8 && !kFromBuf && MBc <= 2;
       V part[MBc][NBc];
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
@@ -314,6 +322,8 @@ struct Stream {
         for (int j = 0; j < NBc; ++j) {
           if constexpr (kFromBuf) {
             w[j] = S::load(wbuf + j * ldb + (p - k0));
+          } else if constexpr (kRaw) {
+            w[j] = S::fp8_raw(rows[j] + p);
           } else {
             w[j] = vec_scanned<T>(rows[j], p);
             if constexpr (T == DType::fp8 && !kFold) w[j] = S::mul(w[j], sc[j]);
@@ -341,7 +351,9 @@ struct Stream {
       }
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
-          for (int j = 0; j < NBc; ++j) acc[i][j] = S::fma(part[i][j], sc[j], acc[i][j]);
+          for (int j = 0; j < NBc; ++j)
+            acc[i][j] =
+                S::fma(kRaw ? S::mul(part[i][j], S::set1(0x1p56f)) : part[i][j], sc[j], acc[i][j]);
       b0 = b1;
     }
     if constexpr (T == DType::fp8 && !kFromBuf)
@@ -476,8 +488,42 @@ struct Stream {
     }
   }
 
+  // fp8 W with one or two rows of A (block's kFold): A * 2^64 into `dst` (rows ld apart), so that
+  // W's values can go in as their fp32 patterns, value * 2^-120, without a multiply each (the
+  // conversion's share of the loop's vector operations falls from 5 to 4 of 5.5 per vector; it
+  // is compute-bound on AVX2). The products then carry 2^-56, which each scale block's sum loses
+  // again (exactly: powers of two), so every sum and rounding is the unscaled one's, bit for
+  // bit, where no product leaves fp32's normal range: refused (false) when a value of A is not
+  // finite or |a| >= 2^62 (A * 2^64 must not overflow), or when the largest |a| is below 2^-40
+  // and not 0 (products of W's smallest values, 2^-9, with A's below 2^-61 underflow; with a
+  // value of A of 2^-40 or more in the row the error is far below the sum's own rounding).
+  static bool scale_a(const DecodeArgs& g, float* dst, std::int64_t ld) {
+    float most = 0.0f;
+    bool bad = false;
+    for (std::int64_t i = 0; i < g.m; ++i)
+      for (std::int64_t p = 0; p < g.k; ++p) {
+        const float v = g.a[i * g.lda + p] < 0 ? -g.a[i * g.lda + p] : g.a[i * g.lda + p];
+        bad |= !(v < 0x1p62f);
+        most = v > most ? v : most;
+      }
+    if (bad || (most > 0.0f && most < 0x1p-40f)) return false;
+    for (std::int64_t i = 0; i < g.m; ++i)
+      for (std::int64_t p = 0; p < g.k; ++p) dst[i * ld + p] = g.a[i * g.lda + p] * 0x1p64f;
+    return true;
+  }
+
   template <DType T>
-  static void decode_typed(const DecodeArgs& g) {
+  static void decode_typed(const DecodeArgs& g0) {
+    DecodeArgs g = g0;
+    // fp8 with one or two rows of A and at least kScaleMinRows W rows (against which the pass over
+    // A is small): A scaled (scale_a), after the accumulators in scratch.
+    constexpr std::int64_t kScaleMinRows = 32;
+    if constexpr (T == DType::fp8)
+      if (g.m <= 2 && g.n1 - g.n0 >= kScaleMinRows) {
+        float* up = g.scratch + NB * g.k_tile + kDecodeMaxM * NB * 16;
+        const std::int64_t ld = (g.k + 15) / 16 * 16;
+        if (scale_a(g, up, ld)) g.a_up = up, g.lda_up = ld;
+      }
     V* accbuf = reinterpret_cast<V*>(g.scratch + NB * g.k_tile);
     const std::int64_t kv = g.k - g.k % L;
     const std::int64_t ktiles = (kv + g.k_tile - 1) / g.k_tile;
