@@ -274,5 +274,18 @@ void decode_panel(const DecodeArgs& g) {
   }
 }
 
+// The fp32 routes' kernel for W of any of their dtypes: Route<T> for fp32, bf16 and fp16 W.
+template <template <DType> class Route>
+void decode_panel_fp32_route(const DecodeArgs& g) {
+  switch (g.w_type) {
+    case DType::bf16:
+      return decode_panel<Route<DType::bf16>>(g);
+    case DType::f16:
+      return decode_panel<Route<DType::f16>>(g);
+    default:
+      return decode_panel<Route<DType::f32>>(g);
+  }
+}
+
 }  // namespace
 }  // namespace attain::gemm::detail

@@ -49,9 +49,7 @@ struct Fp32Route {
   }
   static __m256 a_load(const float* p) { return _mm256_load_ps(p); }
   static __m256 load(const std::byte* row, std::int64_t p) {
-    if constexpr (T == DType::f32) return Avx2Load::f32(row + p * 4);
-    if constexpr (T == DType::bf16) return Avx2Load::bf16(row + p * 2);
-    if constexpr (T == DType::f16) return Avx2Load::f16(row + p * 2);
+    return Stream<Avx2Load>::vec<T>(row, p);
   }
   // The last `left` (< 8) values of a row, zeros past them.
   static __m256 load(const std::byte* row, std::int64_t p, std::int64_t left) {
@@ -72,16 +70,8 @@ struct Fp32Route {
 }  // namespace
 
 void decode_avx2(const DecodeArgs& args) {
-  if (panel_shape(args.w_type, args.m, args.k, kDecodePanelMinMAvx2)) {
-    switch (args.w_type) {
-      case DType::bf16:
-        return decode_panel<Fp32Route<DType::bf16>>(args);
-      case DType::f16:
-        return decode_panel<Fp32Route<DType::f16>>(args);
-      default:
-        return decode_panel<Fp32Route<DType::f32>>(args);
-    }
-  }
+  if (panel_shape(args.w_type, args.m, args.k, kDecodePanelMinMAvx2))
+    return decode_panel_fp32_route<Fp32Route>(args);
   Stream<Avx2Load>::decode(args);
 }
 
