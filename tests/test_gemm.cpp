@@ -728,7 +728,8 @@ TEST(Gemm, Bf16PairsDecode) {
       }
 }
 
-// fp32, bf16 and fp16 W with 5-8 rows of A (AVX2: 3-8) and K >= 384 on the decode path: A packed
+// fp32, bf16 and fp16 W with 5-8 rows of A (AVX2: 3-8) and K >= 384 (AVX2's 16-bit W: K >= 128)
+// on the decode path: A packed
 // into a panel, W converted as loaded, three W rows at a time against all rows of A in one pass
 // (AVX-512) or in passes of 4 rows (AVX2) (bf16 x bf16: as bf16 pairs where the CPU has
 // AVX512-BF16, K 32 values a step; panel_shape). M 2 and 4 (AVX-512) and 9 and K 383 border it on
@@ -765,6 +766,12 @@ TEST(Gemm, PanelDecode) {
   q.m = 5, q.k = 383;
   EXPECT_FALSE(detail::decodes_panel(q, f512));
   EXPECT_FALSE(detail::decodes_panel(q, f2));
+  q.b_type = DType::f16, q.k = 128;  // AVX2: 16-bit W from K = 128
+  EXPECT_FALSE(detail::decodes_panel(q, f512));
+  EXPECT_TRUE(detail::decodes_panel(q, f2));
+  q.k = 127;
+  EXPECT_FALSE(detail::decodes_panel(q, f2));
+  q.b_type = DType::f32, q.k = 383;
   q.k = 384;
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::bf16;
@@ -783,11 +790,12 @@ TEST(Gemm, PanelDecode) {
     for (const auto& [at, bt] : types)
       for (std::int64_t m : {2, 3, 4, 5, 6, 7, 8, 9})
         for (std::int64_t n : {1, 2, 3, 5, 13, 130})
-          for (std::int64_t k : {17, 383, 384, 399, 1553, 2100})
+          for (std::int64_t k : {17, 128, 200, 383, 384, 399, 1553, 2100})
             for (int threads : {1, 2})
               for (int stages : {1, 2}) {
                 if (isa == Isa::scalar) continue;
                 if ((m == 2 || m == 3) && (isa != Isa::avx2 || k == 17 || k == 383)) continue;
+                if ((k == 128 || k == 200) && (bt == DType::f32 || n == 13)) continue;
                 if (bt != DType::f32 && (m == 6 || m == 7 || n == 5)) continue;
                 if (k == 2100 && (n == 2 || n == 5 || m == 4 || m == 9)) continue;
                 Case c{};

@@ -286,7 +286,8 @@ std::int64_t decode_panel_bytes() {
 }
 
 bool decodes_panel(const Params& p, const KernelFamily& f) {
-  if (f.isa == Isa::avx2) return panel_shape(p.b_type, p.m, p.k, kDecodePanelMinMAvx2);
+  if (f.isa == Isa::avx2)
+    return panel_shape(p.b_type, p.m, p.k, kDecodePanelMinMAvx2, kDecodePanelMinK16Avx2);
   return f.isa == Isa::avx512 && panel_shape(p.b_type, p.m, p.k);
 }
 

@@ -191,11 +191,16 @@ inline constexpr bool fp8_pairs_super(std::int64_t m) {
 // 4 x 4096 x 4096 1.07-1.16x, bf16 4 x 4096 x 4096 1.27-1.30x, fp16 batched 256 x (4 x 128 x
 // 2048) 1.81-1.92x; 2 rows 0.84-0.95x).
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
-inline constexpr std::int64_t kDecodePanelMinMAvx2 = 3;
+// AVX2 takes 16-bit W from K = 128 (the blocks convert each vector of W once per 2 rows of A:
+// fp16 batched 8 x (4x2048x128) 1.42-1.45x, 6 x 8192 x 256 1.65-1.89x, bf16 4 x 8192 x 256
+// 1.09-1.10x, 3 x 4096 x 256 1.11-1.14x, batched 32 x (8x512x128) level); fp32 stays from 384
+// (K = 128: 3 x 8192 0.73-0.81x, 4 x 16384 0.86-0.97x, batched 64 x (4x1024x128) 0.84-0.96x).
+inline constexpr std::int64_t kDecodePanelMinMAvx2 = 3, kDecodePanelMinK16Avx2 = 128;
 inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k,
-                                  std::int64_t min_m = kDecodePanelMinM) {
+                                  std::int64_t min_m = kDecodePanelMinM,
+                                  std::int64_t min_k16 = kDecodePanelMinK) {
   return (w == DType::f32 || w == DType::bf16 || w == DType::f16) && m >= min_m &&
-         m <= kDecodePanelMaxM && k >= kDecodePanelMinK;
+         m <= kDecodePanelMaxM && k >= (w == DType::f32 ? kDecodePanelMinK : min_k16);
 }
 
 // Scratch the decode kernels need: converted W tile + vector accumulators, or the panel

@@ -70,7 +70,7 @@ struct Fp32Route {
 }  // namespace
 
 void decode_avx2(const DecodeArgs& args) {
-  if (panel_shape(args.w_type, args.m, args.k, kDecodePanelMinMAvx2))
+  if (panel_shape(args.w_type, args.m, args.k, kDecodePanelMinMAvx2, kDecodePanelMinK16Avx2))
     return decode_panel_fp32_route<Fp32Route>(args);
   Stream<Avx2Load>::decode(args);
 }
