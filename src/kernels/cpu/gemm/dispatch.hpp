@@ -130,10 +130,12 @@ bool decodes_fp8_pairs(const Params& p, const KernelFamily& f);
 // Whether the decode path runs bf16 x bf16 as bf16 pairs with family f on this CPU
 // (AVX512-BF16; A stored (M, K), W stored (N, K); any K and M the decode path takes).
 bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
-// Whether the decode path runs family f's one-pass panel kernel (AVX-512; panel_shape: fp32,
-// bf16 or fp16 W, M from kDecodePanelMinM to MaxM, K from MinK; on bf16 pairs where the bf16
-// pairs decode runs). decode_avx512 and decode_bf16_pairs_avx512bf16 pick it by panel_shape on
-// each call's K, which split-K slices shorten: their blocks may not.
+// Whether the decode path runs family f's panel kernel (panel_shape: fp32, bf16 or fp16 W;
+// AVX-512: M from kDecodePanelMinM to MaxM, K from MinK, in one pass, on bf16 pairs where the
+// bf16 pairs decode runs; AVX2: M from kDecodePanelMinMAvx2, 16-bit W from K =
+// kDecodePanelMinK16Avx2, in passes of 4 rows). decode_avx512, decode_bf16_pairs_avx512bf16 and
+// decode_avx2 pick it by panel_shape on each call's K, which split-K slices shorten: their blocks
+// may not.
 bool decodes_panel(const Params& p, const KernelFamily& f);
 // The panel kernel's packed A per K chunk (DecodeArgs::panel_bytes): a quarter of this CPU's L1d
 // (32 KiB if unreported), 8 KiB to kDecodePanelChunkBytes. Zen 4 (32 KiB L1d), 2 threads, cold,

@@ -180,7 +180,8 @@ inline constexpr bool fp8_pairs_super(std::int64_t m) {
 }
 
 // fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
-// the AVX-512 decode's one-pass panel kernel (all rows of A against each W vector, A packed
+// the decode's panel kernel (decode_panel.hpp; AVX-512: all rows of A against each W vector in one
+// pass; AVX2: the limits below, passes of 4 rows; A packed
 // into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (a quarter of the
 // L1d, at most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream -
 // 16-bit W on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where
