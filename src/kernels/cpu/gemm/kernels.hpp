@@ -204,13 +204,22 @@ inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k,
          m <= kDecodePanelMaxM && k >= (w == DType::f32 ? kDecodePanelMinK : min_k16);
 }
 
+// Stream's part of the decode scratch (simd_stream.hpp): the converted W tiles from 0, the
+// vector accumulators (up to 16 lanes) from decode_acc_floats, the scaled rows of A
+// (DecodeArgs::a_up) from decode_a_up_floats.
+inline constexpr std::int64_t decode_acc_floats(std::int64_t k_tile) {
+  return kDecodeRows * k_tile;
+}
+inline constexpr std::int64_t decode_a_up_floats(std::int64_t k_tile) {
+  return decode_acc_floats(k_tile) + kDecodeMaxM * kDecodeRows * 16;
+}
+
 // Scratch the decode kernels need: converted W tile + vector accumulators, or the panel
 // kernel's packed A (kDecodePanelMaxM rows of one K chunk rounded up to whole vectors: at most
 // kDecodePanelWideBytes, the chunk of 16-bit W on the fp32 route).
 inline constexpr std::int64_t decode_scratch_floats(std::int64_t k_tile, std::int64_t k) {
   // W tiles, the accumulators, and up to kDecodeRows rows of A scaled (DecodeArgs::a_up).
-  const std::int64_t tiles =
-      kDecodeRows * k_tile + kDecodeMaxM * kDecodeRows * 16 + kDecodeRows * ((k + 15) / 16) * 16;
+  const std::int64_t tiles = decode_a_up_floats(k_tile) + kDecodeRows * ((k + 15) / 16) * 16;
   const std::int64_t all_k = kDecodePanelMaxM * ((k + 15) / 16) * 16;
   const std::int64_t chunk = kDecodePanelWideBytes / static_cast<std::int64_t>(sizeof(float));
   const std::int64_t panel = all_k < chunk ? all_k : chunk;

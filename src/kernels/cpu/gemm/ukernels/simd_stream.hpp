@@ -520,11 +520,11 @@ struct Stream {
     constexpr std::int64_t kScaleMinRows = 32;
     if constexpr (T == DType::fp8)
       if (g.m <= 2 && g.n1 - g.n0 >= kScaleMinRows) {
-        float* up = g.scratch + NB * g.k_tile + kDecodeMaxM * NB * 16;
+        float* up = g.scratch + decode_a_up_floats(g.k_tile);
         const std::int64_t ld = (g.k + 15) / 16 * 16;
         if (scale_a(g, up, ld)) g.a_up = up, g.lda_up = ld;
       }
-    V* accbuf = reinterpret_cast<V*>(g.scratch + NB * g.k_tile);
+    V* accbuf = reinterpret_cast<V*>(g.scratch + decode_acc_floats(g.k_tile));
     const std::int64_t kv = g.k - g.k % L;
     const std::int64_t ktiles = (kv + g.k_tile - 1) / g.k_tile;
     const std::int64_t groups = (g.n1 - g.n0 + NB - 1) / NB;

@@ -1,6 +1,7 @@
 // Decode path, AVX2: W rows streamed once and converted in registers (4 W rows x 2 A rows of
-// ymm accumulators; see simd_stream.hpp), and fp32 / bf16 / fp16 W with 5-8 rows of A on the
-// panel kernel (decode_panel.hpp) in two passes of up to 4 rows.
+// ymm accumulators; see simd_stream.hpp), and fp32 / bf16 / fp16 W with 3-8 rows of A on the
+// panel kernel (decode_panel.hpp) in passes of up to 4 rows (panel_shape: K >= 384, 16-bit W
+// from 128).
 #include <cstdint>
 #include <cstring>
 
