@@ -981,9 +981,10 @@ TEST(GemmDispatch, TableRowForThisCpu) {
 }
 
 // The packing interleave of every family the CPU runs against the scalar one, element for
-// element: panels of 12 and 32 rows, every row count up to R (16-row transposes, 8x8 and 4x4
-// ones, single rows), k with and without a tail of the transpose width, a padded source stride
-// and one of 4 KiB (where AVX-512 takes 8x8 transposes), the rows past `rows` zero.
+// element: panels of 6, 12, 16 and 32 rows, every row count up to R (16-row transposes, 8x8 and
+// 4x4 ones, a narrow panel's 8x8 transposes stored overlapping, single rows), k with and without
+// a tail of the transpose width, a padded source stride and one of 4 KiB (where AVX-512 takes 8x8
+// transposes), the rows past `rows` zero, nothing written past the panel.
 TEST(Gemm, InterleaveMatchesScalar) {
   std::vector<std::pair<const char*, detail::Interleave>> routines;
   if (isa_supported(Isa::avx512)) routines.emplace_back("avx512", detail::interleave_avx512);
@@ -991,13 +992,13 @@ TEST(Gemm, InterleaveMatchesScalar) {
   if (routines.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 here";
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int R : {12, 32})
+  for (int R : {6, 12, 16, 32})
     for (int rows = 1; rows <= R; ++rows)
-      for (std::int64_t k : {1, 7, 15, 16, 17, 40, 64})
+      for (std::int64_t k : {1, 7, 8, 9, 15, 16, 17, 40, 64})
         for (const std::int64_t ld : {k + 3, std::int64_t{1024}}) {
           std::vector<float> src(static_cast<std::size_t>(rows * ld));
           for (float& v : src) v = dist(rng);
-          std::vector<float> want(static_cast<std::size_t>(k * R), -7.0f);
+          std::vector<float> want(static_cast<std::size_t>(k * R + 16), -7.0f);
           detail::interleave_scalar(src.data(), ld, rows, k, R, want.data());
           for (const auto& [name, fn] : routines) {
             std::vector<float> got(want.size(), -7.0f);
