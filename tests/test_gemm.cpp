@@ -321,9 +321,30 @@ TEST(Gemm, Fp32ExactEveryPathFamilyThreadsStages) {
           c.n = 45;
           c.k = 300;
           c.decode_k_tile = 128;  // three k tiles through the pipeline, plus a K tail
-          if (path == Path::direct) c.kc = 128;  // three K blocks, the W tiles fetched ahead
+          // Three K blocks (the direct path's W tiles fetched ahead; the packed path's C summed
+          // over them in place), plus a K tail.
+          if (path != Path::decode) c.kc = 128;
           run_case(c);
         }
+}
+
+// The packed path's default blocks over a K of several of them and a tail (fp32 operands take
+// the row's fp32 KC where it has one: 768 on zen4's AVX2 row), both loop orders, 1 and 2 threads.
+TEST(Gemm, PackedDefaultBlocksDeepK) {
+  for (Isa isa : isas())
+    for (Order order : {Order::km, Order::mk})
+      for (int threads : {1, 2}) {
+        Case c{};
+        c.isa = isa;
+        c.path = Path::packed;
+        c.order = order;
+        c.threads = threads;
+        c.ints = true;
+        c.m = 50;
+        c.n = 40;
+        c.k = 1700;
+        run_case(c);
+      }
 }
 
 TEST(Gemm, EdgeShapes) {
@@ -1122,8 +1143,7 @@ TEST(Gemm, PackedLoopOrders) {
 }
 
 // The heuristic's order: km on the packed path where C is fp32, K spans more than one KC block
-// and N at least mk's column block (NC then from the km budget, wider than the mk panel's), mk
-// otherwise.
+// and N at least mk's column block (NC then from the km budget), mk otherwise.
 TEST(GemmDispatch, PackedOrderHeuristic) {
   Params p;
   p.m = 512;
@@ -1139,11 +1159,14 @@ TEST(GemmDispatch, PackedOrderHeuristic) {
     return resolve(q);
   }();
   EXPECT_EQ(mk.order, Order::mk);
-  // Wider where the row's km budget allows (zen5 and zen4's AVX-512 row: 2048 against 512; the
-  // generic rows and zen4's AVX2 row: equal).
+  // km's NC from the row's km budget (KC x NC fp32), whole NR panels, at least the row's nc:
+  // wider than mk's where the budget allows (zen5 and zen4's AVX-512 row: 2048 against 512),
+  // narrower where a deep KC takes it (zen4's AVX2 row, fp32 KC 768: 672 against 2048).
   const auto& blocks = detail::blocking(detected_isa());
-  EXPECT_GE(s.nc, mk.nc);
-  if (blocks.km_block_bytes / (4 * s.kc) > mk.nc) {
+  const int nr = detail::family(detected_isa()).nr;
+  const std::int64_t cols = blocks.km_block_bytes / (4 * s.kc);
+  EXPECT_EQ(s.nc, std::max<std::int64_t>(cols - cols % nr, std::max(nr, blocks.nc)));
+  if (cols > mk.nc) {
     EXPECT_GT(s.nc, mk.nc);
   }
   p.k = s.kc;  // one K block

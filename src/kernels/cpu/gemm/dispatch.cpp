@@ -205,12 +205,20 @@ constexpr std::int64_t kMiB = 1 << 20;
 // neighbours share) 512x4096x4096 0.87-0.94x and 512x14336x4096 0.87-0.91x, while 384x7168x2048
 // stayed level (0.94-1.04x) and 256x4096x4096 gained 0.98-1.16x: so to M = 384 (1024x2112x7168
 // 0.98x at 1 thread); the swap fields level to 1.1x (192x128x256 1.11x, 1024x512x4096 1.06x).
+// fp32 operands on the packed path take MC 72 and KC 768 (the km order's NC from its 2 MiB
+// budget: 672), where 144 x 256 stays for the converting routes (a thirty-second session's
+// bf16 512x4096x4096 lost 0.95x at KC 768): 2026-12-04, a scratch program over the public API
+// alternating schedules in one process, min of 4-10, 1 thread: 2048^3 0.930 against 0.906-0.920
+// of the FMA peak, 512x4096x4096 0.873-0.900 against 0.818-0.881, 1024x2112x7168 0.912-0.916
+// against 0.909-0.910, 512x14336x4096 0.876 against 0.839 (MC 96 / KC 512 between them, MC 48 /
+// KC 1024 level with 72 / 768, KC 768 with NC 2048 lower: 0.85); attain bench alternated,
+// cold: 1 thread 1.03x geomean over those four (1.00-1.08x), 2 threads 1.02x (0.99-1.10x).
 // clang-format off
 const std::array<TableRow, 7> kTable = {{
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 160, 256, 12, 128, 32, 160, 256, 2048, 512 * 1024, 512, 512, 256}},
     {"zen4", "AuthenticAMD", 0x19, Isa::avx512, {144, 512, 24 * kMiB, 512, 32, 64, 32, 32, 12, 1024, 256, 12, 1024, 32, 1024, 256, 4096, 8 * kMiB, 192, 512, 256, 2 << 20, 5, 1536, 512, 2048, 512, 1025, 4096, 128, 512, 32, 2048}},
     {"zen5", "AuthenticAMD", 0x1a, Isa::avx2, {144, 512, 24 * kMiB, 512, 32, 64, 64, 64, 12, 192, 256, 0, 0, 32, 160, 256, 2048, 512 * 1024, 256, 0, 256}},
-    {"zen4", "AuthenticAMD", 0x19, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32, 12, 384, 256, 0, 0, 32, 384, 256, 4096, 8 * kMiB, 256, 512, 256, 2 << 20, 0, 0, 0, 0, 512, 0, 0, 128, 512}},
+    {"zen4", "AuthenticAMD", 0x19, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32, 12, 384, 256, 0, 0, 32, 384, 256, 4096, 8 * kMiB, 256, 512, 256, 2 << 20, 0, 0, 0, 0, 512, 0, 0, 128, 512, 0, 0, 72, 768}},
     {"generic", "", 0, Isa::avx512, {144, 256, 16 * kMiB, 0, 32, 64, 32, 32}},
     {"generic", "", 0, Isa::avx2, {144, 256, 16 * kMiB, 0, 16, 32, 32, 32}},
     {"generic", "", 0, Isa::scalar, {64, 256, 4 * kMiB, 0, 16, 16, 16, 16}},

@@ -108,6 +108,9 @@ struct Blocking {
   // decode path below (0: from the decode path's limit, above kDecodeMaxM rows), up to
   // direct_max_m_fp8 (0: direct_max_m_pairs), the packed path above.
   int direct_min_m_fp8 = 0, direct_max_m_fp8 = 0;
+  // The packed path's MC and KC where both operands are fp32 (0: mc and kc): their packing
+  // only transposes, where 16-bit and fp8 operands convert too and keep the shallower blocks.
+  int mc_f32 = 0, kc_f32 = 0;
 };
 
 struct CpuInfo {

@@ -1080,7 +1080,9 @@ Schedule resolve_with(const Params& p, int blocks) {
   if (s.stages == 0) s.stages = p.stages;
   const bool auto_split = s.split_k == 0;
   if (s.split_k == 0) s.split_k = 1;
-  if (s.mc == 0) s.mc = b.mc;
+  // fp32 operands on the packed path: the row's fp32 blocks where it has them (dispatch.hpp).
+  const bool f32_ops = s.path == Path::packed && p.a_type == DType::f32 && p.b_type == DType::f32;
+  if (s.mc == 0) s.mc = f32_ops && b.mc_f32 > 0 ? b.mc_f32 : b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
   if (s.path == Path::direct) {
     // KC in whole 16-value steps; fp8 pairs: whole scale blocks.
@@ -1109,7 +1111,7 @@ Schedule resolve_with(const Params& p, int blocks) {
     s.kc = static_cast<int>(
         std::min<std::int64_t>(s.kc, round_up(std::max<std::int64_t>(p.k, 1), unit)));
   }
-  if (s.kc == 0) s.kc = b.kc;
+  if (s.kc == 0) s.kc = f32_ops && b.kc_f32 > 0 ? b.kc_f32 : b.kc;
   // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
   const std::int64_t mk_nc = [&] {
     std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
