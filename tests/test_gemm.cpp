@@ -1187,6 +1187,38 @@ TEST(GemmDispatch, PackedOrderHeuristic) {
   EXPECT_EQ(resolve(p).nc, 96);
 }
 
+// The packed path's MC and KC: the row's fp32 blocks where both operands are fp32 and the row
+// has them (zen4's AVX2 row: 72 / 768), its mc / kc for converted operands, for other paths'
+// descriptions, and wherever the schedule fixes them - for every family this CPU runs.
+TEST(GemmDispatch, PackedFp32Blocks) {
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
+    if (!isa_supported(isa)) continue;
+    const auto& b = detail::blocking(isa);
+    Params p;
+    p.m = 1024;
+    p.n = 2048;
+    p.k = 4096;
+    p.threads = 1;
+    p.schedule.isa = isa;
+    p.schedule.path = Path::packed;
+    const int mr = detail::family(isa).mr;
+    auto mc_of = [&](int mc) { return static_cast<int>((mc + mr - 1) / mr * mr); };
+    Schedule s = resolve(p);
+    EXPECT_EQ(s.mc, mc_of(b.mc_f32 > 0 ? b.mc_f32 : b.mc)) << isa_name(isa);
+    EXPECT_EQ(s.kc, b.kc_f32 > 0 ? b.kc_f32 : b.kc) << isa_name(isa);
+    p.b_type = DType::bf16;  // W converted as it is packed: the row's own blocks
+    s = resolve(p);
+    EXPECT_EQ(s.mc, mc_of(b.mc)) << isa_name(isa);
+    EXPECT_EQ(s.kc, b.kc) << isa_name(isa);
+    p.b_type = DType::f32;
+    p.schedule.mc = 30;
+    p.schedule.kc = 200;
+    s = resolve(p);
+    EXPECT_EQ(s.mc, mc_of(30)) << isa_name(isa);
+    EXPECT_EQ(s.kc, 200) << isa_name(isa);
+  }
+}
+
 TEST(Gemm, MixedDtypesTransposesAlphaBetaStrides) {
   for (Isa isa : isas())
     for (Trans ta : {Trans::N, Trans::T})
