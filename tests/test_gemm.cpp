@@ -792,8 +792,7 @@ TEST(Gemm, PanelDecode) {
   EXPECT_TRUE(detail::decodes_panel(q, f2));
   q.k = 127;
   EXPECT_FALSE(detail::decodes_panel(q, f2));
-  q.b_type = DType::f32, q.k = 383;
-  q.k = 384;
+  q.b_type = DType::f32, q.k = 384;
   EXPECT_TRUE(detail::decodes_panel(q, f512));
   q.b_type = DType::bf16;
   EXPECT_TRUE(detail::decodes_panel(q, f512));

@@ -60,6 +60,15 @@ inline void transpose8x8(const float* src, std::int64_t ld, float* dst, std::int
   for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * ldd, r[q]);
 }
 
+// Rows [r0, rows) of k values [p0, k) one value at a time, rows [rows, R) zero.
+void rows_by_value(const float* src, std::int64_t ld, int r0, int rows, std::int64_t p0,
+                   std::int64_t k, int R, float* dst) {
+  for (std::int64_t p = p0; p < k; ++p) {
+    for (int r = r0; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
+    for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
+  }
+}
+
 // A whole panel of R = 5..7 rows (AVX2's 6-row A panels), 4 < rows <= R, by 8x8 transposes
 // with rows past `rows` read as zeros. Each k's R values are stored as 8, in increasing k: the
 // extra lanes land on the next k's first values, which its store then writes; the panel's last
@@ -84,10 +93,7 @@ void interleave_narrow(const float* src, std::int64_t ld, int rows, std::int64_t
     else
       _mm256_maskstore_ps(d + 7 * R, last, r[7]);
   }
-  for (std::int64_t p = kv; p < k; ++p) {
-    for (int r = 0; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
-    for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
-  }
+  rows_by_value(src, ld, 0, rows, kv, k, R, dst);
 }
 
 }  // namespace
@@ -127,10 +133,7 @@ void interleave_avx2(const float* src, std::int64_t ld, int rows, std::int64_t k
       for (int r = full; r < full + 4; ++r) dst[p * R + r] = src[r * ld + p];
     done = full + 4;
   }
-  for (std::int64_t p = 0; p < k; ++p) {
-    for (int r = done; r < rows; ++r) dst[p * R + r] = src[r * ld + p];
-    for (int r = rows; r < R; ++r) dst[p * R + r] = 0.0f;
-  }
+  rows_by_value(src, ld, done, rows, 0, k, R, dst);
 }
 
 }  // namespace attain::gemm::detail
