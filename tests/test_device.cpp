@@ -4,12 +4,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "attain/device.hpp"
 #include "device/probe.hpp"
+#include "device/probe_kernels.hpp"
 
 namespace attain {
 namespace {
@@ -264,8 +266,9 @@ TEST(Roofline, HostCeilingsPerThreadCount) {
   EXPECT_DOUBLE_EQ(host_roofline(c4, 4).bw_gbps, 40);
 }
 
-// A CPU with a bf16 dot product: bf16 and fp8 (exact in bf16) are judged by its peak, fp32
-// and fp16 by the FMA peak; without one, every dtype by the FMA peak.
+// A CPU with a bf16 dot product: bf16 and fp8 (exact in bf16) are judged by the higher of its
+// peak and the FMA peak, fp32 and fp16 by the FMA peak; without one, every dtype by the FMA
+// peak.
 TEST(Roofline, Bf16DotPeakForBf16AndFp8) {
   HostCeilings c = two_core_host();
   EXPECT_DOUBLE_EQ(host_roofline(c, 1).compute_peak(DType::fp8), 0.100);
@@ -276,6 +279,11 @@ TEST(Roofline, Bf16DotPeakForBf16AndFp8) {
   EXPECT_DOUBLE_EQ(r.compute_peak(DType::f32), 0.180);
   EXPECT_DOUBLE_EQ(r.compute_peak(DType::f16), 0.180);
   EXPECT_DOUBLE_EQ(r.attainable_tflops(Op::parse("gemm:m=2048,n=2048,k=2048,dtype=fp8")), 0.350);
+  // A dot instruction slower than the FMAs (Sapphire Rapids): bf16 is still bounded by the FMA
+  // rate, at which it can be multiplied as fp32.
+  c.bf16_gflops_1t = 90, c.bf16_gflops_all = 170;
+  EXPECT_DOUBLE_EQ(host_roofline(c, 2).compute_peak(DType::bf16), 0.180);
+  EXPECT_DOUBLE_EQ(host_roofline(c, 1).compute_peak(DType::fp8), 0.100);
 }
 
 TEST(Roofline, MemoryBoundAndComputeBoundByHand) {
@@ -371,6 +379,15 @@ TEST(Probe, TinyMeasurement) {
   const CpuFeatures f = detect_cpu_features();
   EXPECT_EQ(c.fma_isa, f.avx512f ? "avx512f" : (f.avx2 && f.fma) ? "avx2" : "sse2");
   EXPECT_EQ(c.measured_at.size(), 20u) << c.measured_at;  // 2026-11-30T07:55:11Z
+  EXPECT_NE(probe::find_read(probe::kernels_sse2(), c.read_kernel), nullptr) << c.read_kernel;
+  EXPECT_GT(c.cold_bytes, 0);
+  EXPECT_LE(c.cold_bytes, c.bw_array_bytes);
+  for (const CeilingFigure& fig : kCeilingFigures)
+    if (c.*fig.value > 0) {
+      ASSERT_EQ(c.spread.count(fig.name), 1u) << fig.name;
+      EXPECT_GE(c.spread.at(fig.name), 0);
+      EXPECT_LT(c.spread.at(fig.name), 1);
+    }
 }
 
 // The check a benchmark run makes of the ceilings: the run's threads, every figure measured.
@@ -394,6 +411,9 @@ TEST(Probe, JsonRoundTrip) {
   c.isa.avx2 = c.isa.fma = true;
   c.l1d_bytes = 49152, c.l3_bytes = 1 << 25, c.bw_array_bytes = 1 << 30;
   c.measured_at = "2026-11-30T08:00:00Z";
+  c.read_kernel = "streams4", c.cold_bytes = 256 << 20;
+  c.spread = {{"read_gbps_all", 0.05}};
+  c.raised = {{"fma_gflops_1t", "2026-12-04T10:00:00Z by a re-check"}};
   const HostCeilings back = probe::ceilings_from_json(probe::to_json(c));
   EXPECT_EQ(probe::to_json(back), probe::to_json(c));
   auto j = probe::to_json(c);
@@ -476,6 +496,95 @@ TEST(Probe, HostDevice) {
   EXPECT_DOUBLE_EQ(d.peak(DType::f32), 0.18);
   EXPECT_DOUBLE_EQ(d.mem_bandwidth_gbps, 18);
   EXPECT_FALSE(d.sources.at("peak_tflops.fp32").empty());
+}
+
+// Every read loop of every ISA this CPU runs sums the array exactly (small integers: the fp32
+// sums are exact whatever the order), over sizes that exercise their unrolling.
+TEST(Probe, ReadLoopsSumEveryFloat) {
+  std::vector<probe::Kernels> sets = {probe::kernels_sse2()};
+#if defined(__x86_64__)
+  const CpuFeatures f = detect_cpu_features();
+  if (f.avx2 && f.fma) sets.push_back(probe::kernels_avx2());
+  if (f.avx512f) sets.push_back(probe::kernels_avx512());
+#endif
+  for (const std::size_t n : {std::size_t{64}, std::size_t{128}, std::size_t{64 * 37}}) {
+    auto* p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+    double want = 0;
+    for (std::size_t i = 0; i < n; ++i) want += (p[i] = static_cast<float>(i % 7));
+    for (const auto& k : sets) {
+      std::set<std::string> names;
+      for (const auto& r : k.reads) {
+        ASSERT_NE(r.name, nullptr) << k.isa;
+        names.insert(r.name);
+        EXPECT_EQ(r.fn(p, n), want) << k.isa << " " << r.name << " n=" << n;
+        EXPECT_EQ(probe::find_read(k, r.name), &r);
+      }
+      EXPECT_EQ(names.size(), std::size_t{probe::kReadKernels}) << k.isa;
+      EXPECT_EQ(probe::find_read(k, "nope"), nullptr);
+    }
+    std::free(p);
+  }
+}
+
+// A ceiling is the best the machine has been measured to do: a later, lower probe keeps the
+// cached figure (and says so), a higher one replaces it; forget_cached() starts over.
+TEST(Probe, RefreshKeepsTheBestFigure) {
+  TempDir dir;
+  ScopedEnv env("XDG_CACHE_HOME", dir.path().string());
+  double read = 30;
+  auto fake = [&] {
+    HostCeilings c = two_core_host();
+    c.cpu_model = cpu_model_name();
+    c.cores = probe::available_cpus();
+    c.read_gbps_all = read;
+    c.measured_at = "2026-12-04T10:00:00Z";
+    return c;
+  };
+  EXPECT_DOUBLE_EQ(probe::probe_cached(true, fake).read_gbps_all, 30);
+  read = 20;  // a busy minute
+  HostCeilings c = probe::probe_cached(true, fake);
+  EXPECT_DOUBLE_EQ(c.read_gbps_all, 30);
+  ASSERT_EQ(c.raised.count("read_gbps_all"), 1u);
+  EXPECT_NE(c.raised.at("read_gbps_all").find("earlier probe"), std::string::npos);
+  EXPECT_EQ(c.raised.count("fma_gflops_1t"), 0u);  // equal figures are the new measurement's
+  EXPECT_DOUBLE_EQ(probe::probe_cached(false, fake).read_gbps_all, 30);  // and it is cached
+  read = 40;
+  c = probe::probe_cached(true, fake);
+  EXPECT_DOUBLE_EQ(c.read_gbps_all, 40);
+  EXPECT_EQ(c.raised.count("read_gbps_all"), 0u);
+  EXPECT_TRUE(probe::forget_cached());
+  EXPECT_FALSE(probe::forget_cached());
+  read = 20;
+  EXPECT_DOUBLE_EQ(probe::probe_cached(false, fake).read_gbps_all, 20);
+}
+
+TEST(Probe, RaiseCachedFigures) {
+  TempDir dir;
+  ScopedEnv env("XDG_CACHE_HOME", dir.path().string());
+  EXPECT_FALSE(probe::raise_cached([](HostCeilings&) { return true; }).has_value());  // no entry
+  auto fake = [] {
+    HostCeilings c = two_core_host();
+    c.cpu_model = cpu_model_name();
+    c.cores = probe::available_cpus();
+    c.measured_at = "2026-12-04T10:00:00Z";
+    return c;
+  };
+  probe::probe_cached(true, fake);
+  const auto up = probe::raise_cached(
+      [](HostCeilings& c) { return raise_ceiling(c, "read_gbps_1t", 12.5, "a re-check"); });
+  ASSERT_TRUE(up.has_value());
+  EXPECT_DOUBLE_EQ(up->read_gbps_1t, 12.5);
+  const HostCeilings again = probe::probe_cached(false, fake);
+  EXPECT_DOUBLE_EQ(again.read_gbps_1t, 12.5);
+  ASSERT_EQ(again.raised.count("read_gbps_1t"), 1u);
+  EXPECT_NE(again.raised.at("read_gbps_1t").find("a re-check"), std::string::npos);
+  // Never lowered; a figure the machine lacks (bf16: 0) is not invented; unknown names throw.
+  HostCeilings c = two_core_host();
+  EXPECT_FALSE(raise_ceiling(c, "read_gbps_1t", 9, "x"));
+  EXPECT_FALSE(raise_ceiling(c, "bf16_gflops_1t", 500, "x"));
+  EXPECT_FALSE(raise_ceiling(c, "read_gbps_1t", std::numeric_limits<double>::infinity(), "x"));
+  EXPECT_DOUBLE_EQ(c.read_gbps_1t, 10);
+  EXPECT_THROW(raise_ceiling(c, "read", 11, "x"), std::invalid_argument);
 }
 
 }  // namespace

@@ -54,8 +54,9 @@ std::size_t interleave_run_end(std::size_t b, std::size_t n, GroupOf&& group_of)
   return e;
 }
 
-// The LLC size cold-cache timing works with: the probe's L3, kept within 8..64 MiB (virtual
-// machines can report the whole socket's L3 to a guest that owns a slice of it).
+// The LLC size cold-cache timing works with (a flush reads twice this): half the probe's
+// measured cold_bytes; where the probe has none, the reported L3 kept within 8..64 MiB
+// (virtual machines can report the whole socket's L3 to a guest that owns a slice of it).
 std::int64_t timing_llc_bytes(const HostCeilings& host);
 
 // How many input sets cold-cache timing needs for an op of this footprint.

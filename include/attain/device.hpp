@@ -42,18 +42,52 @@ struct HostCeilings {
   double read_gbps_1t = 0, read_gbps_all = 0;      // streaming read
   double copy_gbps_1t = 0, copy_gbps_all = 0;      // read + write counted
   std::string fma_isa;                             // the FMA loop measured: avx512f, avx2, sse2
-  std::int64_t bw_array_bytes = 0;                 // array size of the bandwidth runs
-  std::string measured_at;                         // ISO date
+  std::string read_kernel;  // the read loop that was fastest: plain, streams4, prefetch, nt
+  std::int64_t bw_array_bytes = 0;  // array size of the bandwidth runs
+  // The smallest array (a power of two from 8 MiB) whose second read in a row runs at memory
+  // speed: the cache this process really reaches, measured (a VM may be told the socket's
+  // whole L3 and own a slice of it, or own more than it is told). 0: not measured.
+  std::int64_t cold_bytes = 0;
+  std::string measured_at;          // ISO date
+  // Figure name (as in the JSON: "read_gbps_all", ...) -> (best - worst) / best over the trials
+  // of the loop that gave it: how steady the machine was while it was measured.
+  std::map<std::string, double> spread;
+  // Figure name -> when and by what it was raised above the probe's own measurement: a
+  // ceiling is the best this machine has been measured to do, so a later probe, a benchmark's
+  // re-check or an op that ran faster than the ceiling allowed raises it (never lowers it).
+  std::map<std::string, std::string> raised;
 };
+
+// The ceilings of HostCeilings by their JSON names, for code that treats them alike.
+struct CeilingFigure {
+  const char* name;
+  double HostCeilings::*value;
+};
+inline constexpr CeilingFigure kCeilingFigures[] = {
+    {"fma_gflops_1t", &HostCeilings::fma_gflops_1t},
+    {"fma_gflops_all", &HostCeilings::fma_gflops_all},
+    {"bf16_gflops_1t", &HostCeilings::bf16_gflops_1t},
+    {"bf16_gflops_all", &HostCeilings::bf16_gflops_all},
+    {"read_gbps_1t", &HostCeilings::read_gbps_1t},
+    {"read_gbps_all", &HostCeilings::read_gbps_all},
+    {"copy_gbps_1t", &HostCeilings::copy_gbps_1t},
+    {"copy_gbps_all", &HostCeilings::copy_gbps_all}};
+
+// Raises figure `name` of c to `value` when that is higher (a figure c lacks, 0, stays 0: a
+// bf16 ceiling exists only where the probe found the instruction), noting `by` with the time.
+// Returns whether it rose.
+bool raise_ceiling(HostCeilings& c, std::string_view name, double value, const std::string& by);
 
 // The ceilings measured again while a benchmark runs, with the run's threads: on a shared
 // machine the memory bandwidth drifts by up to 2x between phases, and the cached probe is from
 // one of them. A results file keeps them beside the probe; efficiencies stay against the probe.
 struct CeilingsCheck {
-  std::string when;  // "start", "end"
+  std::string when;  // "start", "end", "sample"
   std::string at;    // ISO time
   int threads = 0;
   double fma_gflops = 0, bf16_gflops = 0, read_gbps = 0;  // bf16: 0 where there is no bf16 dot
+  std::string read_kernel;  // the read loop that gave read_gbps
+  double t_unix = 0;        // seconds since the epoch (when ops near it are found)
 };
 
 CpuFeatures detect_cpu_features();
@@ -69,8 +103,9 @@ struct Roofline {
   double bw_gbps = 0;           // memory ceiling
   std::string source;           // "probe (2 threads)", "device h200 datasheet", ...
   double attainable_tflops(const Op& op) const;
-  // The compute ceiling for operands stored as dt: the bf16 dot peak for bf16 and for fp8
-  // (e4m3 values are exact in bf16, so fp8 can be multiplied as bf16), else peak_tflops.
+  // The compute ceiling for operands stored as dt: for bf16 and fp8 the higher of the bf16
+  // dot peak and peak_tflops (e4m3 values are exact in bf16, and both are exact in fp32, so
+  // either instruction can multiply them), else peak_tflops.
   double compute_peak(DType dt) const;
 };
 // Host roofline for `threads` threads: compute in fp32 FMA, bf16 and fp8 at the native bf16

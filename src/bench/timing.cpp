@@ -60,6 +60,9 @@ LlcFlusher& shared_flusher(std::int64_t llc_bytes) {
 }  // namespace
 
 std::int64_t timing_llc_bytes(const HostCeilings& host) {
+  // Measured: an array of cold_bytes read in full evicts what a run left (the flush and the
+  // rotation read twice the figure returned).
+  if (host.cold_bytes > 0) return std::clamp<std::int64_t>(host.cold_bytes, 8 << 20, 1024 << 20);
   if (host.l3_bytes <= 0) return TimingConfig{}.llc_bytes;
   return std::clamp<std::int64_t>(host.l3_bytes, 8 << 20, 64 << 20);
 }

@@ -39,17 +39,24 @@ nlohmann::json probe_gpu_json(bool progress) {
 
 const bool registered = add_command([](CLI::App& app) {
   struct Opts {
-    bool json = false, refresh = false;
+    bool json = false, refresh = false, reset = false;
     std::string out;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
       "probe", "Measure (or show the cached) ceilings of this host: FMA peak, bandwidth, ISA");
-  sub->add_flag("--refresh", o->refresh, "re-measure instead of using the cache");
+  sub->add_flag("--refresh", o->refresh,
+                "measure again; each ceiling keeps the higher of the new figure and the cached one "
+                "(a busy minute cannot lower what the machine has been measured to do)");
+  sub->add_flag("--reset", o->reset,
+                "forget this machine's cached ceilings, raised ones included, and measure afresh");
   sub->add_flag("--json", o->json, "print JSON");
   sub->add_option("--out", o->out, "also write the JSON to this file");
   set_action(sub, [o] {
-    const HostCeilings c = probe_host(o->refresh, !o->json);
+    if (o->reset && probe::forget_cached() && !o->json)
+      fmt::print(stderr, "forgot the cached ceilings of this machine ({})\n",
+                 probe::cache_path().string());
+    const HostCeilings c = probe_host(o->refresh || o->reset, !o->json);
     auto j = probe::to_json(c);
     const nlohmann::json gpu = probe_gpu_json(!o->json);
     if (!gpu.is_null()) j["gpu"] = gpu;
@@ -68,11 +75,21 @@ const bool registered = add_command([](CLI::App& app) {
     if (c.bf16_gflops_1t > 0)
       fmt::print("bf16 dot   {:8.1f} GFLOP/s 1 thread, {:8.1f} all threads (avx512_bf16)\n",
                  c.bf16_gflops_1t, c.bf16_gflops_all);
-    fmt::print("read       {:8.1f} GB/s    1 thread, {:8.1f} all threads\n", c.read_gbps_1t,
-               c.read_gbps_all);
+    fmt::print("read       {:8.1f} GB/s    1 thread, {:8.1f} all threads ({} loop)\n",
+               c.read_gbps_1t, c.read_gbps_all, c.read_kernel.empty() ? "?" : c.read_kernel);
     fmt::print("copy       {:8.1f} GB/s    1 thread, {:8.1f} all threads (read + write counted)\n",
                c.copy_gbps_1t, c.copy_gbps_all);
     fmt::print("measured   {}\n", c.measured_at);
+    if (!c.spread.empty()) {
+      std::string line;
+      for (const auto& [name, x] : c.spread)
+        line += fmt::format("{}{} {:.1f}%", line.empty() ? "" : ", ", name, 100 * x);
+      fmt::print("spread     (best - worst) / best over the trials: {}\n", line);
+    }
+    for (const CeilingFigure& f : kCeilingFigures)
+      if (const auto it = c.raised.find(f.name); it != c.raised.end())
+        fmt::print("best seen  {} {:.1f}: {} (higher than this probe's measurement)\n", f.name,
+                   c.*f.value, it->second);
     if (!gpu.is_null()) {
       if (!gpu["present"].get<bool>()) {
         fmt::print("gpu        none ({})\n", gpu["device"].get<std::string>());

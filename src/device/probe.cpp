@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -31,6 +34,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+// A read faster than this many times the memory's rate is served (in part) by a cache.
+constexpr double kCachedFactor = 1.25;
 
 volatile float g_sink = 0;  // results of the timed loops land here so none is dropped
 
@@ -109,16 +114,26 @@ class Buffer {
   std::size_t len_;
 };
 
+// The best of several trials, with the worst beside it (their gap is the machine's noise).
+struct Trials {
+  double best = 0, worst = 0;
+  void add(double x) {
+    worst = best > 0 ? std::min(worst, x) : x;
+    best = std::max(best, x);
+  }
+  double spread() const { return best > 0 ? (best - worst) / best : 0; }
+};
+
 // GFLOP/s of `threads` threads each running the FMA loop `iters` times; best of `trials`.
 // Each thread's rate is taken over its own CPU time (CLOCK_THREAD_CPUTIME_ID), so time the
 // scheduler gives to other processes does not lower a ceiling of the cores themselves; the
 // threads are pinned to distinct CPUs and start together, so their rates add up. (With SMT
 // siblings on a busy machine the threads may not overlap and the sum can overstate the
 // all-thread peak: probe an idle machine.)
-double loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int threads,
+Trials loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int threads,
                    int trials) {
   const double flops = static_cast<double>(iters) * flops_per_iter;
-  double best = 0;
+  Trials best;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> cpu_s(static_cast<std::size_t>(threads));
     run_parallel(threads, [&](int i) {
@@ -131,30 +146,49 @@ double loop_gflops(FmaLoop loop, double flops_per_iter, std::int64_t iters, int 
     });
     double gflops = 0;
     for (double s : cpu_s) gflops += flops / std::max(s, 1e-9) / 1e9;
-    best = std::max(best, gflops);
+    best.add(gflops);
   }
   return best;
 }
 
-// GB/s of a read (or copy) over n floats split across `threads`; best of `trials`.
-double stream_gbps(const Kernels& k, const float* src, float* dst, std::size_t n, int threads,
-                   int trials) {
+// GB/s of a read (with `read`) or a copy (dst set) over n floats split across `threads`; best
+// of `trials`.
+Trials stream_gbps(const Kernels& k, ReadLoop read, const float* src, float* dst, std::size_t n,
+                   int threads, int trials) {
   const std::size_t per = n / static_cast<std::size_t>(threads) / 64 * 64;
   const double bytes =
       static_cast<double>(per * static_cast<std::size_t>(threads) * sizeof(float)) *
       (dst ? 2.0 : 1.0);  // copy: read + write counted
-  double best = 0;
+  Trials best;
   for (int t = 0; t < trials; ++t) {
     const double s = run_parallel(threads, [&](int i) {
       const std::size_t off = per * static_cast<std::size_t>(i);
       if (dst)
         k.copy(dst + off, src + off, per);
       else
-        g_sink = g_sink + k.read(src + off, per);
+        g_sink = g_sink + read(src + off, per);
     });
-    best = std::max(best, bytes / s / 1e9);
+    best.add(bytes / s / 1e9);
   }
   return best;
+}
+
+// The fastest of the read loops (or only the one named `only`, when it exists): its trials
+// and its name.
+struct BestRead {
+  Trials trials;
+  std::string kernel;
+};
+BestRead best_read(const Kernels& k, const float* src, std::size_t n, int threads, int trials,
+                   const std::string& only = "") {
+  BestRead out;
+  const ReadKernel* one = only.empty() ? nullptr : find_read(k, only);
+  for (const ReadKernel& r : k.reads) {
+    if (one != nullptr && &r != one) continue;
+    const Trials t = stream_gbps(k, r.fn, src, nullptr, n, threads, trials);
+    if (t.best > out.trials.best) out = {t, r.name};
+  }
+  return out;
 }
 
 // Iterations of the FMA loop that take about `seconds`, from short calibration runs.
@@ -186,15 +220,6 @@ void write_array(float* p, std::size_t n, int threads) {
     const std::size_t off = per * static_cast<std::size_t>(i);
     for (std::size_t j = off; j < off + per; ++j) p[j] = static_cast<float>(j & 1023) * 1e-3f;
   });
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -232,19 +257,26 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
 
   const std::int64_t iters = fma_iters(k, cfg.fma_seconds);
   // FMA trials are short (fma_seconds each): take twice as many as for bandwidth.
+  // Each figure: its value and its trials' spread, under its JSON name.
+  auto keep = [&](const char* name, double HostCeilings::*field, const Trials& t) {
+    c.*field = t.best;
+    c.spread[name] = t.spread();
+  };
   const double fpi = fma_flops_per_iter(k);
-  c.fma_gflops_1t = loop_gflops(k.fma, fpi, iters, 1, 2 * trials);
+  const Trials fma1 = loop_gflops(k.fma, fpi, iters, 1, 2 * trials);
+  keep("fma_gflops_1t", &HostCeilings::fma_gflops_1t, fma1);
   say(fmt::format("fp32 FMA peak ({}), 1 thread: {:.1f} GFLOP/s", k.isa, c.fma_gflops_1t));
-  c.fma_gflops_all = all > 1 ? loop_gflops(k.fma, fpi, iters, all, 2 * trials) : c.fma_gflops_1t;
+  keep("fma_gflops_all", &HostCeilings::fma_gflops_all,
+       all > 1 ? loop_gflops(k.fma, fpi, iters, all, 2 * trials) : fma1);
   say(fmt::format("fp32 FMA peak ({}), {} threads: {:.1f} GFLOP/s", k.isa, all, c.fma_gflops_all));
 #if defined(__x86_64__)
   // CPUs with a native bf16 dot product have a bf16 ceiling of their own (twice fp32's).
   if (c.isa.avx512_bf16) {
-    c.bf16_gflops_1t = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, 1, 2 * trials);
+    const Trials b1 = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, 1, 2 * trials);
+    keep("bf16_gflops_1t", &HostCeilings::bf16_gflops_1t, b1);
     say(fmt::format("bf16 dot peak (avx512_bf16), 1 thread: {:.1f} GFLOP/s", c.bf16_gflops_1t));
-    c.bf16_gflops_all =
-        all > 1 ? loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, all, 2 * trials)
-                : c.bf16_gflops_1t;
+    keep("bf16_gflops_all", &HostCeilings::bf16_gflops_all,
+         all > 1 ? loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, all, 2 * trials) : b1);
     say(fmt::format("bf16 dot peak (avx512_bf16), {} threads: {:.1f} GFLOP/s", all,
                     c.bf16_gflops_all));
   }
@@ -259,17 +291,39 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
   c.bw_array_bytes = static_cast<std::int64_t>(n * sizeof(float));
   const double mib = static_cast<double>(c.bw_array_bytes) / static_cast<double>(kMiB);
   say(fmt::format("wrote {:.0f} MiB", mib));
-  c.read_gbps_1t = stream_gbps(k, buf.p, nullptr, n, 1, trials);
-  say(fmt::format("read {:.0f} MiB, 1 thread: {:.1f} GB/s", mib, c.read_gbps_1t));
-  c.read_gbps_all = all > 1 ? stream_gbps(k, buf.p, nullptr, n, all, trials) : c.read_gbps_1t;
-  say(fmt::format("read {:.0f} MiB, {} threads: {:.1f} GB/s", mib, all, c.read_gbps_all));
+  // Every read loop, `trials` times each; the fastest loop's best trial is the ceiling.
+  const BestRead r1 = best_read(k, buf.p, n, 1, trials);
+  keep("read_gbps_1t", &HostCeilings::read_gbps_1t, r1.trials);
+  say(fmt::format("read {:.0f} MiB, 1 thread: {:.1f} GB/s ({})", mib, c.read_gbps_1t, r1.kernel));
+  const BestRead ra = all > 1 ? best_read(k, buf.p, n, all, trials) : r1;
+  keep("read_gbps_all", &HostCeilings::read_gbps_all, ra.trials);
+  c.read_kernel = ra.kernel;
+  say(fmt::format("read {:.0f} MiB, {} threads: {:.1f} GB/s ({})", mib, all, c.read_gbps_all,
+                  ra.kernel));
+  // The cache's real reach: arrays from 8 MiB up, each read twice in a row, the second read
+  // timed; the first size that reads at memory speed (within kCachedFactor of the whole
+  // array's rate) is past what the caches hold.
+  const ReadKernel* best1 = find_read(k, r1.kernel);
+  const ReadLoop fastest = best1 != nullptr ? best1->fn : k.reads[0].fn;
+  c.cold_bytes = c.bw_array_bytes;
+  for (std::int64_t bytes = 8 * kMiB; bytes < c.bw_array_bytes; bytes *= 2) {
+    const std::size_t m = array_floats(bytes, 1);
+    g_sink = g_sink + fastest(buf.p, m);
+    const double gbps = stream_gbps(k, fastest, buf.p, nullptr, m, 1, 2).best;
+    if (gbps < kCachedFactor * c.read_gbps_1t) {
+      c.cold_bytes = bytes;
+      break;
+    }
+  }
+  say(fmt::format("reads of {} MiB or more run at memory speed", c.cold_bytes / kMiB));
   // Copy the first half of the array onto the second (each half is still far past the LLC).
   const std::size_t half = n / 2;
-  c.copy_gbps_1t = stream_gbps(k, buf.p, buf.p + half, half, 1, trials);
+  const Trials c1 = stream_gbps(k, nullptr, buf.p, buf.p + half, half, 1, trials);
+  keep("copy_gbps_1t", &HostCeilings::copy_gbps_1t, c1);
   say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), 1 thread: {:.1f} GB/s",
                   mib / 2, mib / 2, c.copy_gbps_1t));
-  c.copy_gbps_all =
-      all > 1 ? stream_gbps(k, buf.p, buf.p + half, half, all, trials) : c.copy_gbps_1t;
+  keep("copy_gbps_all", &HostCeilings::copy_gbps_all,
+       all > 1 ? stream_gbps(k, nullptr, buf.p, buf.p + half, half, all, trials) : c1);
   say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), {} threads: {:.1f} GB/s",
                   mib / 2, mib / 2, all, c.copy_gbps_all));
   c.measured_at = utc_now();
@@ -284,18 +338,21 @@ CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& c
   const Kernels k = best_kernels(isa);
   const int trials = std::max(1, cfg.trials);
   const std::int64_t iters = fma_iters(k, cfg.fma_seconds);
-  c.fma_gflops = loop_gflops(k.fma, fma_flops_per_iter(k), iters, c.threads, trials);
+  c.fma_gflops = loop_gflops(k.fma, fma_flops_per_iter(k), iters, c.threads, trials).best;
 #if defined(__x86_64__)
   if (isa.avx512_bf16)
-    c.bf16_gflops = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, c.threads, trials);
+    c.bf16_gflops = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, c.threads, trials).best;
 #endif
   const std::size_t n = array_floats(
       cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(cache_sizes()),
       c.threads);
   Buffer buf(n * sizeof(float));
   write_array(buf.p, n, c.threads);
-  c.read_gbps = stream_gbps(k, buf.p, nullptr, n, c.threads, trials);
+  const BestRead r = best_read(k, buf.p, n, c.threads, trials, cfg.read_kernel);
+  c.read_gbps = r.trials.best;
+  c.read_kernel = r.kernel;
   c.at = utc_now();
+  c.t_unix = unix_now();
   return c;
 }
 
@@ -320,12 +377,16 @@ nlohmann::json to_json(const HostCeilings& c) {
           {"fma_gflops_all", c.fma_gflops_all},
           {"bf16_gflops_1t", c.bf16_gflops_1t},
           {"bf16_gflops_all", c.bf16_gflops_all},
+          {"read_kernel", c.read_kernel},
           {"bw_array_bytes", c.bw_array_bytes},
+          {"cold_bytes", c.cold_bytes},
           {"read_gbps_1t", c.read_gbps_1t},
           {"read_gbps_all", c.read_gbps_all},
           {"copy_gbps_1t", c.copy_gbps_1t},
           {"copy_gbps_all", c.copy_gbps_all},
-          {"measured_at", c.measured_at}};
+          {"measured_at", c.measured_at},
+          {"spread", c.spread},
+          {"raised", c.raised}};
 }
 
 namespace {
@@ -363,6 +424,11 @@ HostCeilings ceilings_from_json(const nlohmann::json& j) {
   get(j, "read_gbps_1t", c.read_gbps_1t), get(j, "read_gbps_all", c.read_gbps_all);
   get(j, "copy_gbps_1t", c.copy_gbps_1t), get(j, "copy_gbps_all", c.copy_gbps_all);
   get(j, "measured_at", c.measured_at);
+  // Added later than the rest: a cache or results file without them is still read.
+  if (j.contains("read_kernel")) get(j, "read_kernel", c.read_kernel);
+  if (j.contains("cold_bytes")) get(j, "cold_bytes", c.cold_bytes);
+  if (j.contains("spread")) get(j, "spread", c.spread);
+  if (j.contains("raised")) get(j, "raised", c.raised);
   if (c.cores < 1)
     throw InputError(fmt::format("field 'cores' must be positive (got {})", c.cores));
   positive("fma_gflops_1t", c.fma_gflops_1t), positive("fma_gflops_all", c.fma_gflops_all);
@@ -428,19 +494,41 @@ void write_entries(const std::filesystem::path& path, const nlohmann::json& entr
 
 }  // namespace
 
+namespace {
+
+// This machine's entry in `entries`; nullopt (with a warning when it is damaged) when absent.
+std::optional<HostCeilings> cached_entry(const nlohmann::json& entries, const std::string& key,
+                                         const std::filesystem::path& path) {
+  if (!entries.contains(key)) return std::nullopt;
+  try {
+    return ceilings_from_json(entries[key]);
+  } catch (const InputError& e) {
+    warn(fmt::format("probe cache {} entry '{}' is corrupt ({}); re-measuring", path.string(), key,
+                     e.what()));
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 HostCeilings probe_cached(bool refresh, const std::function<HostCeilings()>& measure) {
   const std::string key = cache_key(cpu_model_name(), available_cpus());
   const auto path = cache_path();
   nlohmann::json entries = path.empty() ? nlohmann::json::object() : read_entries(path);
-  if (!refresh && entries.contains(key)) {
-    try {
-      return ceilings_from_json(entries[key]);
-    } catch (const InputError& e) {
-      warn(fmt::format("probe cache {} entry '{}' is corrupt ({}); re-measuring", path.string(),
-                       key, e.what()));
-    }
-  }
+  const std::optional<HostCeilings> old = cached_entry(entries, key, path);
+  if (!refresh && old) return *old;
   HostCeilings c = measure();
+  // A new probe keeps the higher of each figure: a busy minute's probe cannot lower a ceiling
+  // the machine has been measured to reach (forget_cached() starts over).
+  if (old)
+    for (const CeilingFigure& f : kCeilingFigures)
+      if ((*old).*f.value > c.*f.value && c.*f.value > 0) {
+        const auto note = old->raised.find(f.name);
+        c.*f.value = (*old).*f.value;
+        c.raised[f.name] = note != old->raised.end()
+                               ? note->second
+                               : fmt::format("{} by an earlier probe", old->measured_at);
+      }
   if (!path.empty()) {
     entries[key] = to_json(c);
     write_entries(path, entries);
@@ -448,7 +536,54 @@ HostCeilings probe_cached(bool refresh, const std::function<HostCeilings()>& mea
   return c;
 }
 
+std::optional<HostCeilings> raise_cached(const std::function<bool(HostCeilings&)>& raise) {
+  const auto path = cache_path();
+  if (path.empty()) return std::nullopt;
+  const std::string key = cache_key(cpu_model_name(), available_cpus());
+  nlohmann::json entries = read_entries(path);
+  std::optional<HostCeilings> c = cached_entry(entries, key, path);
+  if (!c) return std::nullopt;
+  if (raise(*c)) {
+    entries[key] = to_json(*c);
+    write_entries(path, entries);
+  }
+  return c;
+}
+
+bool forget_cached() {
+  const auto path = cache_path();
+  if (path.empty()) return false;
+  nlohmann::json entries = read_entries(path);
+  if (entries.erase(cache_key(cpu_model_name(), available_cpus())) == 0) return false;
+  write_entries(path, entries);
+  return true;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace probe
+
+bool raise_ceiling(HostCeilings& c, std::string_view name, double value, const std::string& by) {
+  for (const CeilingFigure& f : kCeilingFigures) {
+    if (name != f.name) continue;
+    if (!(c.*f.value > 0) || !(value > c.*f.value) || !std::isfinite(value)) return false;
+    c.*f.value = value;
+    c.raised[f.name] = fmt::format("{} by {}", probe::utc_now(), by);
+    return true;
+  }
+  throw std::invalid_argument(fmt::format("raise_ceiling: no figure '{}'", name));
+}
 
 HostCeilings probe_host(bool refresh, bool progress) {
   return probe::probe_cached(refresh,

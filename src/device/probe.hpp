@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -25,6 +26,9 @@ struct ProbeConfig {
   double fma_seconds = 0.1;  // length of one FMA trial
   int trials = 3;            // every figure is the best of this many trials
   int threads = 0;           // "all threads": 0 = available_cpus()
+  // check_ceilings: the read loop to time (a name from probe_kernels.hpp, e.g. the one the probe
+  // found fastest); empty = every loop, the fastest kept.
+  std::string read_kernel;
 };
 
 // Bytes of one bandwidth array for these cache sizes (the rule above).
@@ -45,8 +49,20 @@ std::string cache_key(const std::string& cpu_model, int cores);
 
 // probe_host() with the measurement passed in: returns the cached entry for this CPU model
 // and core count unless `refresh`; otherwise (or when absent) calls `measure` and stores the
-// result. A corrupt cache file is reported on stderr and replaced.
+// result, each figure the higher of the new and the cached one (`raised` says which were
+// kept). A corrupt cache file is reported on stderr and replaced.
 HostCeilings probe_cached(bool refresh, const std::function<HostCeilings()>& measure);
+
+// Reads this machine's cached entry, lets `raise` raise figures in it (raise_ceiling), and
+// writes it back when `raise` returns true. nullopt when there is no cache or no entry.
+std::optional<HostCeilings> raise_cached(const std::function<bool(HostCeilings&)>& raise);
+
+// Drops this machine's cached entry (the next probe_host() measures afresh, nothing kept);
+// false when there was none.
+bool forget_cached();
+
+std::string utc_now();  // "2026-11-30T07:55:11Z"
+double unix_now();      // seconds since the epoch
 
 // The `host` device: this machine as the probe measured it (fp32 peak, streaming read).
 DeviceSpec host_device(const HostCeilings& c);

@@ -1,6 +1,7 @@
 // Baseline probe loops: SSE2 on x86-64 (every x86-64 CPU has it; no FMA, so a multiply and
 // an add per step), portable C++ elsewhere.
 #include "device/probe_kernels.hpp"
+#include "device/probe_read.hpp"
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -24,18 +25,20 @@ float fma_sse2(std::int64_t iters) {
   return out[0] + out[1] + out[2] + out[3];
 }
 
-float read_sse2(const float* p, std::size_t n) {
-  __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (std::size_t i = 0; i < n; i += 16) {
-    s0 = _mm_add_ps(s0, _mm_load_ps(p + i));
-    s1 = _mm_add_ps(s1, _mm_load_ps(p + i + 4));
-    s2 = _mm_add_ps(s2, _mm_load_ps(p + i + 8));
-    s3 = _mm_add_ps(s3, _mm_load_ps(p + i + 12));
+// 4 fp32 lanes; SSE2 has no non-temporal load, so its "nt" loop loads as "plain" does.
+struct Xmm {
+  using reg = __m128;
+  static constexpr std::size_t lanes = 4;
+  static reg zero() { return _mm_setzero_ps(); }
+  static reg load(const float* p) { return _mm_load_ps(p); }
+  static reg load_nt(const float* p) { return _mm_load_ps(p); }
+  static reg add(reg a, reg b) { return _mm_add_ps(a, b); }
+  static float sum(reg s) {
+    alignas(16) float out[4];
+    _mm_store_ps(out, s);
+    return out[0] + out[1] + out[2] + out[3];
   }
-  alignas(16) float out[4];
-  _mm_store_ps(out, _mm_add_ps(_mm_add_ps(s0, s1), _mm_add_ps(s2, s3)));
-  return out[0] + out[1] + out[2] + out[3];
-}
+};
 
 void copy_sse2(float* dst, const float* src, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16) {
@@ -56,12 +59,29 @@ float fma_sse2(std::int64_t iters) {
   return s;
 }
 
-float read_sse2(const float* p, std::size_t n) {
-  float s[8] = {};
-  for (std::size_t i = 0; i < n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
-  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
+// One float per lane, 8 lanes (portable code: the compiler vectorizes what it can).
+struct Scalar8 {
+  struct reg {
+    float v[8];
+  };
+  static constexpr std::size_t lanes = 8;
+  static reg zero() { return {}; }
+  static reg load(const float* p) {
+    reg r;
+    for (int j = 0; j < 8; ++j) r.v[j] = p[j];
+    return r;
+  }
+  static reg load_nt(const float* p) { return load(p); }
+  static reg add(reg a, const reg& b) {
+    for (int j = 0; j < 8; ++j) a.v[j] += b.v[j];
+    return a;
+  }
+  static float sum(const reg& s) {
+    float t = 0;
+    for (float x : s.v) t += x;
+    return t;
+  }
+};
 
 void copy_sse2(float* dst, const float* src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
@@ -70,11 +90,20 @@ void copy_sse2(float* dst, const float* src, std::size_t n) {
 
 }  // namespace
 
+const ReadKernel* find_read(const Kernels& k, std::string_view name) {
+  for (const ReadKernel& r : k.reads)
+    if (r.name != nullptr && name == r.name) return &r;
+  return nullptr;
+}
+
 Kernels kernels_sse2() {
+  Kernels k{};
 #if defined(__x86_64__)
-  return {"sse2", 4, fma_sse2, read_sse2, copy_sse2};
+  k.isa = "sse2", k.lanes = 4, k.fma = fma_sse2, k.copy = copy_sse2;
+  return read_loops::with_reads<Xmm>(k);
 #else
-  return {"scalar", 1, fma_sse2, read_sse2, copy_sse2};
+  k.isa = "scalar", k.lanes = 1, k.fma = fma_sse2, k.copy = copy_sse2;
+  return read_loops::with_reads<Scalar8>(k);
 #endif
 }
 

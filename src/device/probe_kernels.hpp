@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace attain::probe {
 
@@ -13,6 +14,17 @@ namespace attain::probe {
 using FmaLoop = float (*)(std::int64_t iters);
 // Sum of n floats (p 64-byte aligned, n a multiple of 64).
 using ReadLoop = float (*)(const float* p, std::size_t n);
+// One way of streaming an array: the probe times every one and keeps the fastest, so that no
+// kernel of attain's streams memory faster than the ceiling it is judged against.
+struct ReadKernel {
+  const char* name;
+  ReadLoop fn;
+};
+// plain: one pass, 4 independent sums; streams4: the array's four quarters read side by side
+// (four sequential streams, as a decode kernel reads several weight rows); prefetch: one pass
+// with a software prefetch 2 KiB ahead; nt: non-temporal loads (or prefetchnta where the ISA
+// has no non-temporal load).
+inline constexpr int kReadKernels = 4;
 // dst[i] = src[i] for n floats (both 64-byte aligned, n a multiple of 64), ordinary stores.
 using CopyLoop = void (*)(float* dst, const float* src, std::size_t n);
 
@@ -20,9 +32,11 @@ struct Kernels {
   const char* isa;
   int lanes;  // fp32 lanes per FMA
   FmaLoop fma;
-  ReadLoop read;
+  ReadKernel reads[kReadKernels];
   CopyLoop copy;
 };
+// The kernel named `name` in k.reads; nullptr when there is none.
+const ReadKernel* find_read(const Kernels& k, std::string_view name);
 
 inline constexpr int kFmaChains = 12;
 inline double fma_flops_per_iter(const Kernels& k) {

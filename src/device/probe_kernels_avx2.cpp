@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "device/probe_kernels.hpp"
+#include "device/probe_read.hpp"
 
 namespace attain::probe {
 
@@ -32,19 +33,22 @@ float fma_avx2(std::int64_t iters) {
   return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
 }
 
-float read_avx2(const float* p, std::size_t n) {
-  // Four independent sums so the add latency does not limit the load rate.
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (std::size_t i = 0; i < n; i += 32) {
-    s0 = _mm256_add_ps(s0, _mm256_load_ps(p + i));
-    s1 = _mm256_add_ps(s1, _mm256_load_ps(p + i + 8));
-    s2 = _mm256_add_ps(s2, _mm256_load_ps(p + i + 16));
-    s3 = _mm256_add_ps(s3, _mm256_load_ps(p + i + 24));
+// 8 fp32 lanes (the read loops of probe_read.hpp).
+struct Ymm {
+  using reg = __m256;
+  static constexpr std::size_t lanes = 8;
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg load(const float* p) { return _mm256_load_ps(p); }
+  static reg load_nt(const float* p) {
+    return _mm256_castsi256_ps(_mm256_stream_load_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  alignas(32) float out[8];
-  _mm256_store_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static float sum(reg s) {
+    alignas(32) float out[8];
+    _mm256_store_ps(out, s);
+    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+  }
+};
 
 void copy_avx2(float* dst, const float* src, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 32) {
@@ -58,7 +62,9 @@ void copy_avx2(float* dst, const float* src, std::size_t n) {
 }  // namespace
 
 Kernels kernels_avx2() {
-  return {"avx2", 8, fma_avx2, read_avx2, copy_avx2};
+  Kernels k{};
+  k.isa = "avx2", k.lanes = 8, k.fma = fma_avx2, k.copy = copy_avx2;
+  return read_loops::with_reads<Ymm>(k);
 }
 
 }  // namespace attain::probe

@@ -1,8 +1,9 @@
-// AVX-512 FMA loop (this file is compiled with -mavx512f ...). Memory loops stay AVX2: a
-// streaming read or copy is limited by memory, not by the vector width.
+// AVX-512 FMA and read loops (this file is compiled with -mavx512f ...). The read loops load
+// whole 64-byte lines per instruction; the copy stays AVX2's.
 #include <immintrin.h>
 
 #include "device/probe_kernels.hpp"
+#include "device/probe_read.hpp"
 
 namespace attain::probe {
 
@@ -34,6 +35,25 @@ float fma_avx512(std::int64_t iters) {
   return sum;
 }
 
+// 16 fp32 lanes (the read loops of probe_read.hpp).
+struct Zmm {
+  using reg = __m512;
+  static constexpr std::size_t lanes = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg load(const float* p) { return _mm512_load_ps(p); }
+  static reg load_nt(const float* p) {
+    return _mm512_castsi512_ps(_mm512_stream_load_si512(const_cast<float*>(p)));
+  }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static float sum(reg s) {
+    alignas(64) float out[16];
+    _mm512_store_ps(out, s);
+    float t = 0;
+    for (float x : out) t += x;
+    return t;
+  }
+};
+
 }  // namespace
 
 Kernels kernels_avx512() {
@@ -41,7 +61,7 @@ Kernels kernels_avx512() {
   k.isa = "avx512f";
   k.lanes = 16;
   k.fma = fma_avx512;
-  return k;
+  return read_loops::with_reads<Zmm>(k);
 }
 
 }  // namespace attain::probe
