@@ -147,8 +147,8 @@ TEST(Results, RoundTripAndSchemaErrors) {
   Result u = r;
   u.backend = "onednn", u.status = "unsupported", u.reason = "bf16 not on this CPU";
   f.results = {r, u};
-  f.machine.checks = {{"start", "2026-11-30T00:00:01Z", 2, 400.5, 800.25, 45.5},
-                      {"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 60.0}};
+  f.machine.checks = {{"start", "2026-11-30T00:00:01Z", 2, 400.5, 800.25, 45.5, "plain", 0},
+                      {"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 60.0, "plain", 0}};
   const auto dir = std::filesystem::temp_directory_path() / "attain_test_results";
   std::filesystem::create_directories(dir);
   const auto file = dir / "r.json";
@@ -204,37 +204,104 @@ TEST(Aggregates, GeomeanMedianQuartiles) {
   EXPECT_NEAR(a.q3, 10.0, 1e-12);
 }
 
-// Efficiency against the ceilings measured during a run: the highest of each over the checks.
-TEST(Aggregates, EfficiencyAgainstTheCheckedCeilings) {
-  const std::vector<CeilingsCheck> checks = {{"start", "t0", 2, 400, 800, 40},
-                                             {"end", "t1", 2, 300, 600, 50}};
+// The ceilings measured during a run: the highest of each over the checks.
+TEST(Ceilings, CheckedRooflineIsTheHighestOfEach) {
+  const std::vector<CeilingsCheck> checks = {{"start", "t0", 2, 400, 800, 40, "plain", 0},
+                                             {"end", "t1", 2, 300, 600, 50, "plain", 0}};
   const Roofline roof = checked_roofline(checks);
   EXPECT_DOUBLE_EQ(roof.peak_tflops, 0.4);
   EXPECT_DOUBLE_EQ(roof.bf16_peak_tflops, 0.8);
   EXPECT_DOUBLE_EQ(roof.bw_gbps, 50);
-  // A memory-bound fp32 op (M = 1: 2 FLOP per 4-byte weight) and a compute-bound bf16 one.
-  Result mem;
-  mem.op = {Op::parse("gemm:m=1,n=1024,k=1024,dtype=fp32"), {}};
-  mem.backend = "x", mem.status = "ok";
-  const double bound = mem.op.op.flops() / mem.op.op.bytes() * 50 / 1e3;  // TFLOP/s at 50 GB/s
-  mem.tflops = bound / 2;
-  Result comp;
-  comp.op = {Op::parse("gemm:m=2048,n=2048,k=2048,dtype=bf16"), {}};
-  comp.backend = "x", comp.status = "ok", comp.tflops = 0.6;
-  Result bad = comp;
-  bad.status = "wrong";
-  const auto eff = checked_efficiency({mem, comp, bad}, checks);
-  ASSERT_EQ(eff.count("x"), 1u);
-  EXPECT_EQ(eff.at("x").count, 2u);
-  EXPECT_NEAR(eff.at("x").geomean, std::sqrt(0.5 * 0.75), 1e-12);
-  EXPECT_TRUE(checked_efficiency({mem}, {}).empty());
+  const Roofline best = best_of(roof, {0.5, 0, 45, "probe"});
+  EXPECT_DOUBLE_EQ(best.peak_tflops, 0.5);
+  EXPECT_DOUBLE_EQ(best.bf16_peak_tflops, 0.8);
+  EXPECT_DOUBLE_EQ(best.bw_gbps, 50);
+}
+
+namespace {
+// A memory-bound fp32 op (M = 1: 2 FLOPs per 4-byte weight) at `frac` of its roofline at
+// `gbps`, timed at `t`.
+Result decode_at(double gbps, double frac, double t, const char* backend = "x") {
+  Result r;
+  r.op = {Op::parse("gemm:m=1,n=1024,k=1024,dtype=fp32"), {}};
+  r.backend = backend, r.status = "ok", r.t_unix = t;
+  r.tflops = r.op.op.flops() / r.op.op.bytes() * gbps / 1e3 * frac;
+  r.median_s = r.op.op.flops() / (r.tflops * 1e12);
+  r.gbps = r.op.op.bytes() / r.median_s / 1e9;
+  return r;
+}
+}  // namespace
+
+// Each result judged against the roofline given (the best known at the end of the run) and,
+// locally, against the checks just before and just after it.
+TEST(Ceilings, JudgedAgainstTheBestAndTheNearestChecks) {
+  std::vector<CeilingsCheck> checks = {{"start", "a", 1, 100, 0, 40, "plain", 1000},
+                                       {"sample", "b", 1, 100, 0, 20, "plain", 1100},
+                                       {"sample", "c", 1, 100, 0, 25, "plain", 1200},
+                                       {"end", "d", 1, 100, 0, 30, "plain", 1300}};
+  std::vector<Result> rs = {decode_at(20, 0.9, 1150), decode_at(20, 0.5, 1250),
+                            decode_at(20, 0.5, 0)};
+  rs.push_back(rs[0]);
+  rs.back().status = "wrong";
+  const Roofline roof{0.1, 0, 40, "best"};
+  judge_results(rs, roof, checks);
+  EXPECT_NEAR(rs[0].efficiency, 0.45, 1e-12);             // 18 GB/s of 40
+  EXPECT_NEAR(rs[0].local_efficiency, 18.0 / 25, 1e-12);  // checks at 1100 and 1200: 25
+  EXPECT_NEAR(rs[1].local_efficiency, 10.0 / 30, 1e-12);  // 1200 and 1300: 30
+  EXPECT_EQ(rs[2].local_efficiency, 0);                   // no time recorded: no local figure
+  EXPECT_EQ(rs[3].efficiency, 0);                         // only ok results are judged
+  EXPECT_FALSE(rs[0].exceeds_ceiling());
+  // A result faster than the best ceiling is a ceiling error: flagged, never aggregated.
+  rs.push_back(decode_at(48, 1.0, 1250));
+  judge_results(rs, roof, checks);
+  EXPECT_TRUE(rs.back().exceeds_ceiling());
+  const Summary s = summarize(rs, {"x"});
+  EXPECT_EQ(s.ceiling_errors.at("x"), 1u);
+  EXPECT_EQ(s.efficiency.at("x").at("all").count, 3u);
+  EXPECT_EQ(s.local_efficiency.at("x").count, 2u);
+  EXPECT_EQ(s.status_counts.at("x").at("ok"), 4u);
+  const std::string table = format_table(rs, {"x"});
+  EXPECT_NE(table.find("CEIL!"), std::string::npos) << table;
+  EXPECT_NE(format_summary(s, {"x"}).find("1 above the ceiling"), std::string::npos);
+  // The results file says so too.
+  EXPECT_TRUE(to_json(rs.back()).value("ceiling_error", false));
+  EXPECT_FALSE(to_json(rs[0]).contains("ceiling_error"));
+}
+
+// What a run measured higher than the probe raises the probe's figures: the checks, and a
+// result faster than its ceiling (a memory-bound op's bytes / time).
+TEST(Ceilings, RaisedByTheRunsChecksAndFastOps) {
+  HostCeilings c;
+  c.cores = 2, c.fma_gflops_1t = 100, c.fma_gflops_all = 190;
+  c.read_gbps_1t = 15, c.read_gbps_all = 28;
+  const Roofline roof = host_roofline(c, 2);
+  const std::vector<CeilingsCheck> checks = {{"start", "a", 2, 180, 0, 30, "plain", 1}};
+  Result fast = decode_at(34, 1.0, 2);
+  fast.efficiency = 34.0 / 28;
+  auto notes = raise_from_run(c, 2, checks, {fast}, roof);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.fma_gflops_all, 190);  // 180 is lower: kept
+  EXPECT_NEAR(c.read_gbps_all, 34, 1e-9);
+  EXPECT_DOUBLE_EQ(c.read_gbps_1t, 15);
+  EXPECT_NE(c.raised.at("read_gbps_all").find("gemm:m=1,n=1024,k=1024"), std::string::npos);
+  // A run on some but not all threads has no figure of the probe's to raise.
+  HostCeilings four = c;
+  four.cores = 4;
+  EXPECT_TRUE(raise_from_run(four, 2, checks, {fast}, roof).empty());
+}
+
+TEST(Ceilings, ChecksPrintedBesideTheCeilingsUsed) {
   MachineInfo m;
   m.roofline = {0.441, 0.822, 77.3, "probe"};
-  EXPECT_EQ(format_checks(m, {mem}, {"x"}), "");
-  m.checks = checks;
-  const std::string text = format_checks(m, {mem, comp}, {"x"});
+  EXPECT_EQ(format_checks(m), "");
+  m.checks = {{"start", "t0", 2, 400, 800, 40, "plain", 0},
+              {"sample", "t1", 2, 380, 790, 35, "plain", 0},
+              {"sample", "t2", 2, 390, 795, 45, "plain", 0},
+              {"end", "t3", 2, 300, 600, 50, "plain", 0}};
+  const std::string text = format_checks(m);
   EXPECT_NE(text.find("read  40.0 GB/s (77.3)"), std::string::npos) << text;
-  EXPECT_NE(text.find("x          0.612"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 samples between ops"), std::string::npos) << text;
+  EXPECT_NE(text.find("read 35.0-45.0 GB/s"), std::string::npos) << text;
 }
 
 TEST(Aggregates, SummaryRatiosAgainstTheFirstBackend) {

@@ -138,7 +138,7 @@ TEST(Report, WellFormedSelfContainedOnePointPerOkOp) {
   for (const auto& r : proj.results) proj_ok += r.status == "ok";
   ASSERT_GT(proj_ok, 10u);
   ResultsFile host = host_file();
-  host.machine.checks = {{"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 45.25}};
+  host.machine.checks = {{"end", "2026-11-30T00:01:00Z", 2, 410.0, 0, 45.25, "plain", 0}};
   const ReportModel m = build_report_model({{"host", host}, {"proj", proj}});
   const std::string html = render_report_html(m, {"t & <title>", "2026-11-30T00:00:00Z", 10});
   EXPECT_EQ(check_balanced(html), "");

@@ -70,6 +70,19 @@ int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg);
 
 namespace attain {
 
+// What a caller of run_bench can watch and steer, op by op (every hook optional).
+struct BenchHooks {
+  // True for an (op, backend) pair to leave out: one a resumed run's file already records.
+  std::function<bool(const CatalogOp& op, const std::string& backend)> skip;
+  // Called before each op: true ends the run there (a deadline, Ctrl-C); the results so far are
+  // returned.
+  std::function<bool()> stop;
+  // Called before each op (e.g. to sample the ceilings now and then).
+  std::function<void()> before_op;
+  // Each op's results once all its backends ran (e.g. to write them to the results file).
+  std::function<void(std::span<const Result> op_results)> op_done;
+};
+
 struct BenchConfig {
   std::vector<std::string> backends;
   RunOptions run;  // threads, stages, schedule
@@ -80,6 +93,7 @@ struct BenchConfig {
   // Whole runs of the op list, the backends in reverse order every other run; each op and
   // backend keeps its fastest run (keep_faster_round).
   int rounds = 1;
+  BenchHooks hooks;  // skip and op_done apply to one-round runs
 };
 
 // Merges one run of the op list into the results kept so far (the same ops and backends, in
@@ -95,18 +109,31 @@ double available_memory_bytes();
 std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
                               const Roofline& roof, std::map<std::string, std::string>* libraries);
 
-// A progress bar with ETA on stderr (only when stderr is a terminal and `on`).
+// The seconds an op is expected to take to measure on `backends` backends (input sets filled,
+// verified, timed to the budget), from its FLOPs and bytes at the roofline: a weight for the
+// progress bar's ETA, which scales it by the time the ops done so far really took.
+double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& timing,
+                        std::size_t backends);
+
+// A progress bar with ETA on stderr (only when stderr is a terminal and `on`): ops done of
+// the total, the ETA from the work left (each op weighted by expected_seconds) at the rate the
+// work done so far took.
 class ProgressBar {
  public:
-  ProgressBar(bool on, std::size_t total);
+  // total_work < 0: every op weighs the same.
+  ProgressBar(bool on, std::size_t total, double total_work = -1);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
-  void update(std::size_t done, const std::string& what);
+  void update(std::size_t done, double work_done, const std::string& what);
+  void update(std::size_t done, const std::string& what) {
+    update(done, static_cast<double>(done), what);
+  }
 
  private:
   bool on_;
   std::size_t total_;
+  double total_work_;
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -122,8 +149,13 @@ Aggregate aggregate(std::vector<double> values);  // values must be positive
 nlohmann::json to_json(const Aggregate& a);       // {count, geomean, median, q1, q3}
 
 struct Summary {
-  // backend -> group ("all", "phase=decode", "kind=gemm", ...) -> efficiency aggregate
+  // backend -> group ("all", "phase=decode", "kind=gemm", ...) -> efficiency aggregate, over
+  // the ok results that do not exceed their ceiling
   std::map<std::string, std::map<std::string, Aggregate>> efficiency;
+  // backend -> the same ops' efficiency against the ceilings sampled near each (local_efficiency)
+  std::map<std::string, Aggregate> local_efficiency;
+  // backend -> results faster than their ceiling (Result::exceeds_ceiling), left out above
+  std::map<std::string, std::size_t> ceiling_errors;
   // "a/b" -> speed ratio (time_b / time_a: > 1 means a is faster), over ops both ran
   std::map<std::string, Aggregate> speed_ratio;
   std::map<std::string, std::map<std::string, std::size_t>>
@@ -136,17 +168,28 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& bac
 std::string format_table(const std::vector<Result>& results,
                          const std::vector<std::string>& backend_order);
 
+// ---- judging a run's results against its ceilings (src/bench/ceilings.cpp) ---------------
+
 // The roofline of the ceilings measured during a run (the highest of each over the checks;
 // threads as the run's): what the machine gave while the ops were timed.
 Roofline checked_roofline(const std::vector<CeilingsCheck>& checks);
-// backend -> geomean efficiency of its ops that ran against checked_roofline(checks).
-std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& results,
-                                                    const std::vector<CeilingsCheck>& checks);
-// The checks beside the probe's figures (p: the roofline the efficiencies use), one line each.
-std::string format_check_lines(const std::vector<CeilingsCheck>& checks, const Roofline& p);
-// The checks beside the probe's figures, and each backend's efficiency against them ("" when
-// there are no checks).
-std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
-                          const std::vector<std::string>& backend_order);
+// Each figure the higher of a's and b's (their sources joined): the best ceilings known.
+Roofline best_of(const Roofline& a, const Roofline& b);
+// Judges every ok result against `roof` (attainable_tflops, efficiency) and, where checks with
+// the run's threads were measured, against the ceilings sampled nearest it in time
+// (local_efficiency: the higher of each figure of the check before it and the check after it).
+void judge_results(std::vector<Result>& results, const Roofline& roof,
+                   const std::vector<CeilingsCheck>& checks);
+// Raises the figures of `c` (the probe's ceilings of this machine, with `threads` the run's
+// thread count) that the run measured higher: the checks, and the results faster than their
+// roofline `roof` (a memory-bound op's bytes / time, a compute-bound op's FLOPs / time). Only
+// runs on 1 thread or on all of c.cores raise a figure (the probe holds only those). Returns
+// one line per figure raised.
+std::vector<std::string> raise_from_run(HostCeilings& c, int threads,
+                                        const std::vector<CeilingsCheck>& checks,
+                                        const std::vector<Result>& results, const Roofline& roof);
+// The checks beside the ceilings the efficiencies use (start and end one line each, the samples
+// between summarized); "" when there are none.
+std::string format_checks(const MachineInfo& m);
 
 }  // namespace attain

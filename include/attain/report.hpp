@@ -34,9 +34,11 @@ struct ReportSeries {
   bool projected = false;         // any of its results is a projection
   std::vector<const Result*> ok;  // status ok, in file order
   std::map<std::string, std::size_t> status_counts;
-  Aggregate efficiency;                     // over `ok`
-  double eff_min = 0, eff_max = 0;          // whiskers of the box plot
-  std::map<std::string, Aggregate> eff_by;  // "phase=decode", "kind=gemm", ... (summarize())
+  Aggregate efficiency;        // over `ok`, less the ceiling errors
+  Aggregate local_efficiency;  // the same ops against the ceilings sampled beside each
+  std::vector<const Result*> ceiling_errors;  // in `ok` but faster than their ceiling
+  double eff_min = 0, eff_max = 0;            // whiskers of the box plot
+  std::map<std::string, Aggregate> eff_by;    // "phase=decode", "kind=gemm", ... (summarize())
 };
 
 // Speed of series `a` relative to series `b` over the op specs both ran: time_b / time_a per

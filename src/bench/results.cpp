@@ -61,7 +61,10 @@ json to_json(const Result& r) {
     j["median_s"] = num(r.median_s), j["min_s"] = num(r.min_s), j["iqr_s"] = num(r.iqr_s),
     j["reps"] = r.reps;
     j["tflops"] = num(r.tflops), j["gbps"] = num(r.gbps), j["efficiency"] = num(r.efficiency);
+    if (r.exceeds_ceiling()) j["ceiling_error"] = true;
+    if (r.local_efficiency > 0) j["local_efficiency"] = num(r.local_efficiency);
   }
+  if (r.t_unix > 0) j["t"] = num(r.t_unix);
   if (r.projected) j["projected"] = true;
   return j;
 }
@@ -72,7 +75,9 @@ json to_json(const CeilingsCheck& c) {
           {"threads", c.threads},
           {"fma_gflops", num(c.fma_gflops)},
           {"bf16_gflops", num(c.bf16_gflops)},
-          {"read_gbps", num(c.read_gbps)}};
+          {"read_gbps", num(c.read_gbps)},
+          {"read_kernel", c.read_kernel},
+          {"t", num(c.t_unix)}};
 }
 
 json to_json(const ResultsFile& f) {
@@ -97,6 +102,10 @@ json to_json(const ResultsFile& f) {
                 {"libraries", m.libraries}}},
               {"config", f.config.is_null() ? json::object() : f.config},
               {"results", results}};
+  if (!f.complete) {
+    out["complete"] = false;
+    out["progress"] = {{"ops_done", f.ops_done}, {"ops_total", f.ops_total}};
+  }
   if (!m.checks.empty()) {
     json checks = json::array();
     for (const auto& c : m.checks) checks.push_back(to_json(c));
@@ -116,6 +125,11 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
   f.created = get<std::string>(j, "created", origin, "", false);
   f.command = get<std::string>(j, "command", origin, "", false);
   f.config = j.value("config", json::object());
+  f.complete = get<bool>(j, "complete", origin, true, false);
+  if (auto pr = j.find("progress"); pr != j.end() && pr->is_object()) {
+    f.ops_done = get<std::size_t>(*pr, "ops_done", origin, 0, false);
+    f.ops_total = get<std::size_t>(*pr, "ops_total", origin, 0, false);
+  }
   const json& m = j.at("machine");
   f.machine.cpu_model = get<std::string>(m, "cpu_model", origin, "", false);
   f.machine.cores = get<int>(m, "cores", origin, 0, false);
@@ -145,6 +159,8 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
       c.fma_gflops = get<double>(cj, "fma_gflops", origin, 0, false);
       c.bf16_gflops = get<double>(cj, "bf16_gflops", origin, 0, false);
       c.read_gbps = get<double>(cj, "read_gbps", origin, 0, false);
+      c.read_kernel = get<std::string>(cj, "read_kernel", origin, "", false);
+      c.t_unix = get<double>(cj, "t", origin, 0, false);
       f.machine.checks.push_back(c);
     }
   if (auto l = m.find("libraries"); l != m.end() && l->is_object())
@@ -189,7 +205,9 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
       r.tflops = get<double>(rj, "tflops", where, r.flops / r.median_s / 1e12, false);
       r.gbps = get<double>(rj, "gbps", where, r.bytes / r.median_s / 1e9, false);
       r.efficiency = get<double>(rj, "efficiency", where, 0, false);
+      r.local_efficiency = get<double>(rj, "local_efficiency", where, 0, false);
     }
+    r.t_unix = get<double>(rj, "t", where, 0, false);
     f.results.push_back(std::move(r));
   }
   return f;

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "attain/bench.hpp"
@@ -28,12 +30,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+const std::function<void(std::span<const Result>)> kNoOpDone;
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string human_bytes(double b) {
   if (b >= 1ull << 30) return fmt::format("{:.1f} GiB", b / (1ull << 30));
   return fmt::format("{:.0f} MiB", b / (1ull << 20));
 }
 
 std::string human_secs(double s) {
+  if (s >= 3600)
+    return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   if (s >= 60) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
   return fmt::format("{:.0f}s", s);
 }
@@ -48,21 +58,36 @@ Result base_result(const CatalogOp& op, const std::string& backend, const Roofli
 
 }  // namespace
 
-ProgressBar::ProgressBar(bool on, std::size_t total)
-    : on_(on && ::isatty(2)), total_(total), t0_(std::chrono::steady_clock::now()) {}
+double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& timing,
+                        std::size_t backends) {
+  const double attainable = roof.attainable_tflops(op);
+  const double run_s = attainable > 0 ? op.flops() / (attainable * 1e12) : 0;
+  const std::size_t set = tensor_set_bytes(op);
+  const double sets = rotation_sets(set, timing);
+  // Per backend: the timing budget (or its minimum of runs), a warm-up and a verified run per
+  // input set; and once per op, the sets filled (~1 GB/s of random values).
+  const double per_backend =
+      std::max(timing.max_seconds, timing.min_reps * run_s) + (sets + 2) * run_s;
+  return static_cast<double>(backends) * per_backend + sets * static_cast<double>(set) / 1e9;
+}
 
-void ProgressBar::update(std::size_t done, const std::string& what) {
+ProgressBar::ProgressBar(bool on, std::size_t total, double total_work)
+    : on_(on && ::isatty(2)),
+      total_(total),
+      total_work_(total_work < 0 ? static_cast<double>(total) : total_work),
+      t0_(std::chrono::steady_clock::now()) {}
+
+void ProgressBar::update(std::size_t done, double work_done, const std::string& what) {
   if (!on_) return;
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  const double eta =
-      done > 0 ? el / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+  const double eta = work_done > 0 ? el / work_done * std::max(0.0, total_work_ - work_done) : 0;
   const int width = 24;
   const int fill = total_ ? static_cast<int>(width * done / total_) : width;
   std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
   fmt::print(stderr, "\r[{}{}] {}/{} {:<48} ETA {:>6}\x1b[K",
              std::string(static_cast<std::size_t>(fill), '#'),
              std::string(static_cast<std::size_t>(width - fill), '.'), done, total_, label,
-             done ? human_secs(eta) : "?");
+             work_done > 0 ? human_secs(eta) : "?");
   std::fflush(stderr);
 }
 
@@ -90,9 +115,13 @@ void keep_faster_round(std::vector<Result>& kept, const std::vector<Result>& rou
 
 namespace {
 
+// One run of the op list. `work` holds each op's expected_seconds, `work_before` the work of the
+// rounds before this one (for the progress bar); hooks.skip and hooks.op_done apply when
+// `first` (the first round).
 std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
                               const Roofline& roof, std::map<std::string, std::string>* libraries,
-                              ProgressBar& progress, std::size_t done_before) {
+                              ProgressBar& progress, std::size_t done_before,
+                              const std::vector<double>& work, double work_before, bool first) {
   std::vector<std::pair<std::string, std::unique_ptr<Backend>>> backends;
   for (const auto& name : cfg.backends) {
     auto be = make_backend(name);
@@ -103,28 +132,11 @@ std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConf
       cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
   RunOptions run_opt = cfg.run;
   run_opt.hot = cfg.timing.hot;
+  const BenchHooks& hooks = cfg.hooks;
   std::vector<Result> out;
-  for (std::size_t oi = 0; oi < ops.size(); ++oi) {
-    const CatalogOp& cop = ops[oi];
-    progress.update(done_before + oi, cop.op.spec());
-    const std::size_t set_bytes = tensor_set_bytes(cop.op);
-    std::vector<std::size_t> runnable;
-    for (std::size_t bi = 0; bi < backends.size(); ++bi) {
-      Result r = base_result(cop, backends[bi].first, roof);
-      const Support s = backends[bi].second->supports(cop.op);
-      if (!s.ok) {
-        r.status = "unsupported", r.reason = s.reason;
-      } else if (static_cast<double>(set_bytes) > limit) {
-        r.status = "unsupported";
-        r.reason = fmt::format("needs {} of memory; {} available",
-                               human_bytes(static_cast<double>(set_bytes)), human_bytes(limit));
-      } else {
-        runnable.push_back(out.size());
-      }
-      out.push_back(std::move(r));
-    }
-    if (runnable.empty()) continue;
-
+  // Fills the op's input sets, then verifies and times its runnable results (indices into out).
+  auto time_op = [&](const CatalogOp& cop, std::size_t set_bytes,
+                     const std::vector<std::size_t>& runnable) {
     int nsets = rotation_sets(set_bytes, cfg.timing);
     nsets = std::max(1, std::min(nsets, static_cast<int>(limit / static_cast<double>(set_bytes))));
     std::vector<std::unique_ptr<TensorSet>> sets;
@@ -188,11 +200,40 @@ std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConf
           r.tflops = r.flops / t.median_s / 1e12;
           r.gbps = r.bytes / t.median_s / 1e9;
           r.efficiency = r.attainable_tflops > 0 ? r.tflops / r.attainable_tflops : 0;
+          r.t_unix = unix_seconds();
         }
       } catch (const std::exception& e) {
         for (std::size_t ri : timed) out[ri].status = "error", out[ri].reason = e.what();
       }
     }
+  };
+  double work_done = work_before;
+  for (std::size_t oi = 0; oi < ops.size(); work_done += work[oi], ++oi) {
+    const CatalogOp& cop = ops[oi];
+    progress.update(done_before + oi, work_done, cop.op.spec());
+    if (hooks.stop && hooks.stop()) break;
+    if (hooks.before_op) hooks.before_op();
+    const std::size_t set_bytes = tensor_set_bytes(cop.op);
+    const std::size_t op_begin = out.size();
+    std::vector<std::size_t> runnable;
+    for (std::size_t bi = 0; bi < backends.size(); ++bi) {
+      if (first && hooks.skip && hooks.skip(cop, backends[bi].first)) continue;
+      Result r = base_result(cop, backends[bi].first, roof);
+      const Support s = backends[bi].second->supports(cop.op);
+      if (!s.ok) {
+        r.status = "unsupported", r.reason = s.reason;
+      } else if (static_cast<double>(set_bytes) > limit) {
+        r.status = "unsupported";
+        r.reason = fmt::format("needs {} of memory; {} available",
+                               human_bytes(static_cast<double>(set_bytes)), human_bytes(limit));
+      } else {
+        runnable.push_back(out.size());
+      }
+      out.push_back(std::move(r));
+    }
+    if (!runnable.empty()) time_op(cop, set_bytes, runnable);
+    if (first && hooks.op_done && out.size() > op_begin)
+      hooks.op_done(std::span<const Result>(out.data() + op_begin, out.size() - op_begin));
   }
   return out;
 }
@@ -203,14 +244,28 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
                               const Roofline& roof, std::map<std::string, std::string>* libraries) {
   if (cfg.rounds < 1) throw std::invalid_argument("run_bench: rounds must be at least 1");
   const auto rounds = static_cast<std::size_t>(cfg.rounds);
-  ProgressBar progress(cfg.progress, ops.size() * rounds);
-  std::vector<Result> out = run_round(ops, cfg, roof, libraries, progress, 0);
+  if (rounds > 1 && (cfg.hooks.skip || cfg.hooks.op_done))
+    throw std::invalid_argument("run_bench: skip and op_done apply to one-round runs");
+  std::vector<double> work;
+  double round_work = 0;
+  for (const auto& op : ops) {
+    const std::size_t n = static_cast<std::size_t>(std::count_if(
+        cfg.backends.begin(), cfg.backends.end(),
+        [&](const std::string& b) { return !cfg.hooks.skip || !cfg.hooks.skip(op, b); }));
+    work.push_back(n == 0 ? 0.0 : expected_seconds(op.op, roof, cfg.timing, n));
+    round_work += work.back();
+  }
+  ProgressBar progress(cfg.progress, ops.size() * rounds, round_work * static_cast<double>(rounds));
+  std::vector<Result> out = run_round(ops, cfg, roof, libraries, progress, 0, work, 0, true);
   BenchConfig reversed = cfg;
   std::reverse(reversed.backends.begin(), reversed.backends.end());
-  for (std::size_t r = 1; r < rounds; ++r)
+  for (std::size_t r = 1; r < rounds; ++r) {
+    if (cfg.hooks.stop && cfg.hooks.stop()) break;
     keep_faster_round(
-        out, run_round(ops, r % 2 ? reversed : cfg, roof, nullptr, progress, r * ops.size()));
-  progress.update(ops.size() * rounds, "done");
+        out, run_round(ops, r % 2 ? reversed : cfg, roof, nullptr, progress, r * ops.size(), work,
+                       round_work * static_cast<double>(r), false));
+  }
+  progress.update(ops.size() * rounds, round_work * static_cast<double>(rounds), "done");
   return out;
 }
 

@@ -44,19 +44,29 @@ Aggregate aggregate(std::vector<double> v) {
 Summary summarize(const std::vector<Result>& results, const std::vector<std::string>& order) {
   Summary s;
   std::map<std::string, std::map<std::string, std::vector<double>>> eff;
+  std::map<std::string, std::vector<double>> local;
   std::map<std::string, std::map<std::string, double>> time;  // backend -> spec -> median
   for (const auto& r : results) {
     ++s.status_counts[r.backend][r.status];
     if (r.status != "ok") continue;
+    // The speed ratios keep every op both ran (a time is a time); the efficiencies leave out
+    // those judged against a ceiling that is wrong.
+    time[r.backend][r.op.op.spec()] = r.median_s;
+    if (r.exceeds_ceiling()) {
+      ++s.ceiling_errors[r.backend];
+      continue;
+    }
+    if (r.local_efficiency > 0 && r.local_efficiency <= 1.0)
+      local[r.backend].push_back(r.local_efficiency);
     auto& e = eff[r.backend];
     e["all"].push_back(r.efficiency);
     e["phase=" + r.op.prov.phase].push_back(r.efficiency);
     e["kind=" + std::string(kind_name(r.op.op.kind))].push_back(r.efficiency);
     e["dtype=" + std::string(dtype_name(r.op.op.dtype))].push_back(r.efficiency);
-    time[r.backend][r.op.op.spec()] = r.median_s;
   }
   for (auto& [b, groups] : eff)
     for (auto& [g, v] : groups) s.efficiency[b][g] = aggregate(v);
+  for (auto& [b, v] : local) s.local_efficiency[b] = aggregate(std::move(v));
   // Each backend against the first one named: time_other / time_first (> 1: first is faster).
   for (std::size_t i = 1; i < order.size(); ++i) {
     const auto& a = order[0];
@@ -79,7 +89,9 @@ nlohmann::json to_json(const Aggregate& a) {
 nlohmann::json to_json(const Summary& s) {
   nlohmann::json j = {{"efficiency", nlohmann::json::object()},
                       {"speed_ratio", nlohmann::json::object()},
-                      {"status_counts", s.status_counts}};
+                      {"status_counts", s.status_counts},
+                      {"ceiling_errors", s.ceiling_errors}};
+  for (const auto& [b, a] : s.local_efficiency) j["local_efficiency"][b] = to_json(a);
   for (const auto& [b, groups] : s.efficiency)
     for (const auto& [g, a] : groups) j["efficiency"][b][g] = to_json(a);
   for (const auto& [k, a] : s.speed_ratio) j["speed_ratio"][k] = to_json(a);
@@ -96,6 +108,8 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& ord
         s.status_counts.count(b) ? s.status_counts.at(b) : std::map<std::string, std::size_t>{};
     std::string cs;
     for (const auto& [st, n] : counts) cs += fmt::format("{}{} {}", cs.empty() ? "" : ", ", n, st);
+    if (const auto ce = s.ceiling_errors.find(b); ce != s.ceiling_errors.end())
+      cs += fmt::format(", of them {} above the ceiling (left out)", ce->second);
     if (it == s.efficiency.end()) {
       out += fmt::format("  {:<10} no op ran ({})\n", b, cs);
       continue;
@@ -109,6 +123,11 @@ std::string format_summary(const Summary& s, const std::vector<std::string>& ord
       line += fmt::format("{}{} {:.3f} (n={})", line.empty() ? "" : ", ", g, a.geomean, a.count);
     }
     out += "             " + line + "\n";
+    if (const auto lo = s.local_efficiency.find(b); lo != s.local_efficiency.end())
+      out += fmt::format(
+          "             against the ceilings sampled beside each op: {:.3f} (median {:.3f}; {} "
+          "ops)\n",
+          lo->second.geomean, lo->second.median, lo->second.count);
   }
   if (!s.speed_ratio.empty()) {
     out +=
@@ -151,69 +170,16 @@ std::string format_table(const std::vector<Result>& results,
         continue;
       }
       const Result& r = *it->second;
-      if (r.status == "ok")
+      if (r.exceeds_ceiling())
+        out += fmt::format(" | {:>10} {:>9.1f} {:>6}", human_time(r.median_s), r.tflops * 1e3,
+                           "CEIL!");
+      else if (r.status == "ok")
         out += fmt::format(" | {:>10} {:>9.1f} {:>6.2f}", human_time(r.median_s), r.tflops * 1e3,
                            r.efficiency);
       else
         out += fmt::format(" | {:>28}", r.status);
     }
     out += "\n";
-  }
-  return out;
-}
-
-Roofline checked_roofline(const std::vector<CeilingsCheck>& checks) {
-  Roofline r;
-  for (const auto& c : checks) {
-    r.peak_tflops = std::max(r.peak_tflops, c.fma_gflops / 1e3);
-    r.bf16_peak_tflops = std::max(r.bf16_peak_tflops, c.bf16_gflops / 1e3);
-    r.bw_gbps = std::max(r.bw_gbps, c.read_gbps);
-  }
-  r.source = "ceilings measured during the run";
-  return r;
-}
-
-std::map<std::string, Aggregate> checked_efficiency(const std::vector<Result>& results,
-                                                    const std::vector<CeilingsCheck>& checks) {
-  std::map<std::string, Aggregate> out;
-  if (checks.empty()) return out;
-  const Roofline roof = checked_roofline(checks);
-  std::map<std::string, std::vector<double>> effs;
-  for (const auto& r : results) {
-    const double attainable = roof.attainable_tflops(r.op.op);
-    if (r.status == "ok" && r.tflops > 0 && attainable > 0)
-      effs[r.backend].push_back(r.tflops / attainable);
-  }
-  for (auto& [b, v] : effs) out[b] = aggregate(std::move(v));
-  return out;
-}
-
-std::string format_check_lines(const std::vector<CeilingsCheck>& checks, const Roofline& p) {
-  if (checks.empty()) return "";
-  const bool bf16 = p.bf16_peak_tflops > 0;
-  std::string out = fmt::format(
-      "\nThe machine while the ops ran ({} threads; in brackets the probe's figures, which "
-      "those above are computed against):\n",
-      checks.front().threads);
-  for (const auto& c : checks) {
-    out += fmt::format("  {:<6}{:<22} fp32 FMA {:6.1f} GFLOP/s ({:.1f})", c.when, c.at,
-                       c.fma_gflops, p.peak_tflops * 1e3);
-    if (bf16)
-      out += fmt::format("  bf16 dot {:6.1f} ({:.1f})", c.bf16_gflops, p.bf16_peak_tflops * 1e3);
-    out += fmt::format("  read {:5.1f} GB/s ({:.1f})\n", c.read_gbps, p.bw_gbps);
-  }
-  return out;
-}
-
-std::string format_checks(const MachineInfo& m, const std::vector<Result>& results,
-                          const std::vector<std::string>& order) {
-  if (m.checks.empty()) return "";
-  std::string out = format_check_lines(m.checks, m.roofline);
-  const auto eff = checked_efficiency(results, m.checks);
-  out += "Efficiency against the highest of these ceilings, geometric mean over ops that ran:\n";
-  for (const auto& b : order) {
-    const auto it = eff.find(b);
-    if (it != eff.end()) out += fmt::format("  {:<10} {:.3f}\n", b, it->second.geomean);
   }
   return out;
 }

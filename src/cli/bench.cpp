@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -35,20 +37,54 @@ struct Opts {
   int threads = 0, stages = 2, rounds = 1;
   double max_seconds = 0.25;
   bool hot = false, json = false, no_progress = false, list = false, no_tune = false;
-  bool recheck = false, no_recheck = false;
+  bool recheck = false, no_recheck = false, resume = false;
+  std::string deadline;
+  double sample_every = 60;
   std::uint64_t seed = 42;
 };
 
+// "90m", "6h", "45s", "3600": seconds; InputError for anything else.
+double parse_duration(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = used > 0 ? text.substr(used) : "";
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v * scale))
+    throw InputError(
+        fmt::format("--deadline '{}': give a positive duration, e.g. 45s, 90m, 6h", text));
+  return v * scale;
+}
+
+// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none did. The first one
+// stops the run between ops, its file written; a second one ends the process at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  std::signal(sig, SIG_DFL);
+}
+
 // Runs of this many ops or more measure the machine's ceilings again before the first op and
-// after the last (--recheck / --no-recheck decide for any run).
+// after the last, and sample them between ops (--recheck / --no-recheck decide for any run).
 constexpr std::size_t kRecheckMinOps = 8;
-// Shorter than the probe's trials: three of 50 ms per FMA loop, three reads of its array.
-const probe::ProbeConfig kCheckConfig{0, 0.05, 3, 0};
+// Shorter than the probe's trials: three of 50 ms per FMA loop, every read loop three times.
+const probe::ProbeConfig kCheckConfig{0, 0.05, 3, 0, ""};
+// A sample between ops: two FMA trials of 20 ms per loop, two reads with the probe's fastest
+// read loop (about 0.3 s in all, with the pause before it).
+const probe::ProbeConfig kSampleConfig{0, 0.02, 2, 0, ""};
+
+bool rechecks(const Opts& o, std::size_t ops) {
+  return !o.no_recheck && (o.recheck || ops >= kRecheckMinOps);
+}
 
 // Measures the ceilings again into `checks` when the run does (`ops`: its op count).
 void recheck(const Opts& o, std::size_t ops, int threads, const char* when,
              std::vector<CeilingsCheck>& checks) {
-  if (o.no_recheck || !(o.recheck || ops >= kRecheckMinOps)) return;
+  if (!rechecks(o, ops)) return;
   if (!o.json) std::fprintf(stderr, "measuring the machine's ceilings again (%s)\n", when);
   // No thread of a library competes with the check's: attain's pool rests, and the others'
   // threads finish their spin-waits (OpenBLAS: ~0.1 s) first.
@@ -86,6 +122,46 @@ void tune_for_auto(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
     fmt::print("tuned {} ops the cache lacked in {:.1f} s ({})\n", tuned,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                sched.cache().path().string());
+}
+
+// Judges the run's results against the best ceilings known now: the probe cache as it is (a
+// run beside this one may have raised it) raised by this run's checks, and the checks
+// themselves (at the run's thread count). Results still faster than those ceilings are ceiling
+// errors: they raise the cache for later runs, and this run's aggregates leave them out.
+void judge_run(ResultsFile& f, const HostCeilings& host, int threads, bool verbose) {
+  const Roofline start = host_roofline(host, threads);
+  HostCeilings best = host;
+  const auto cached = probe::raise_cached([&](HostCeilings& c) {
+    return !raise_from_run(c, threads, f.machine.checks, {}, start).empty();
+  });
+  if (cached)
+    best = *cached;
+  else
+    raise_from_run(best, threads, f.machine.checks, {}, start);
+  Roofline roof = host_roofline(best, threads);
+  if (!f.machine.checks.empty()) roof = best_of(roof, checked_roofline(f.machine.checks));
+  roof.source = fmt::format("the best known at the end of the run: {}{}", start.source,
+                            f.machine.checks.empty()
+                                ? ""
+                                : fmt::format(" and {} checks during the run (the higher of each)",
+                                              f.machine.checks.size()));
+  judge_results(f.results, roof, f.machine.checks);
+  f.machine.roofline = roof;
+  f.machine.ceilings = best;
+  std::vector<std::string> raised;
+  probe::raise_cached([&](HostCeilings& c) {
+    raised = raise_from_run(c, threads, {}, f.results, roof);
+    return !raised.empty();
+  });
+  const auto errors = std::count_if(f.results.begin(), f.results.end(),
+                                    [](const Result& r) { return r.exceeds_ceiling(); });
+  if (errors > 0 && verbose) {
+    fmt::print(stderr,
+               "attain: warning: {} result{} ran faster than the ceilings allow: shown as "
+               "CEIL!, left out of the aggregates. A ceiling is wrong, not a kernel fast.\n",
+               errors, errors == 1 ? "" : "s");
+    for (const auto& line : raised) fmt::print(stderr, "  the probe cache now holds {}\n", line);
+  }
 }
 
 // attain bench --layer: one decoder layer's chain of ops, end to end, per backend.
@@ -186,7 +262,9 @@ int run_layer_command(const Opts& o, const BenchConfig& cfg, const HostCeilings&
                base->median_s / r.median_s);
   }
   if (!checks.empty()) {
-    fmt::print("{}", format_check_lines(checks, roof));
+    MachineInfo m;
+    m.roofline = roof, m.checks = checks;
+    fmt::print("{}", format_checks(m));
     fmt::print(
         "Roofline floor against the highest of these ceilings: {:.3f} ms (the probe's: {:.3f} ms)",
         checked_floor_s * 1e3, floor_s * 1e3);
@@ -230,13 +308,28 @@ const bool registered = add_command([](CLI::App& app) {
                 "shape or the cost model)");
   sub->add_flag("--recheck", o->recheck,
                 fmt::format("measure the FMA peaks and the read bandwidth again before the first "
-                            "op and after the last (a second or two each; on by default from {} "
-                            "ops): a shared machine drifts from its cached probe",
+                            "op and after the last (a second or two each), and sample them between "
+                            "ops (--sample-every); on by default from {} ops. Efficiencies are "
+                            "judged against the best ceilings known at the end of the run",
                             kRecheckMinOps));
-  sub->add_flag("--no-recheck", o->no_recheck, "do not measure the ceilings again");
+  sub->add_flag("--no-recheck", o->no_recheck,
+                "do not measure the ceilings again (nor sample them between ops)");
+  sub->add_option("--sample-every", o->sample_every,
+                  "in runs that re-check: sample the ceilings between ops at most this often, in "
+                  "seconds (about 0.3 s each; 0: never), so that each op is also judged against "
+                  "what the machine gave near it")
+      ->capture_default_str();
+  sub->add_flag("--resume", o->resume,
+                "finish the --out file of an earlier run that stopped: its ops and backends are "
+                "skipped (the settings must be the same); without a file, start it");
+  sub->add_option("--deadline", o->deadline,
+                  "start no op after this long (e.g. 45s, 90m, 6h): the --out file is left "
+                  "incomplete for --resume, and attain exits with status 3");
   sub->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "print the results file (JSON) on stdout instead of the table");
-  sub->add_option("--out", o->out, "write the results file (schema attain.results/1) here");
+  sub->add_option("--out", o->out,
+                  "write the results file (schema attain.results/1) here, op by op as the run "
+                  "goes (a kill loses at most the op in flight)");
   sub->add_flag("--no-progress", o->no_progress,
                 "no progress bar (it is shown only on a terminal anyway)");
   sub->add_flag("--list", o->list, "list the backends compiled in, and exit");
@@ -263,6 +356,14 @@ const bool registered = add_command([](CLI::App& app) {
       throw InputError(fmt::format("--rounds {} must be 1..100", o->rounds));
     if (o->rounds > 1 && !o->layer.empty()) throw InputError("--rounds does not apply to --layer");
     if (o->recheck && o->no_recheck) throw InputError("--recheck and --no-recheck contradict");
+    if (!(o->sample_every >= 0) || !std::isfinite(o->sample_every))
+      throw InputError("--sample-every must be 0 or more seconds");
+    const double deadline_s = o->deadline.empty() ? 0 : parse_duration(o->deadline);
+    if (o->resume && o->out.empty())
+      throw InputError("--resume needs --out FILE: the file to finish");
+    if (o->resume && o->rounds > 1)
+      throw InputError("--resume takes runs of one round (--rounds 1)");
+    if (o->resume && !o->layer.empty()) throw InputError("--resume does not apply to --layer");
     if (!o->layer.empty() && (!o->src.suite.empty() || !o->src.ops.empty() ||
                               !o->src.shape.empty() || !o->src.model.empty()))
       throw InputError("--layer runs one layer: it takes no --suite, --model, --op or --shape");
@@ -318,36 +419,115 @@ const bool registered = add_command([](CLI::App& app) {
     // Under mpirun the ops are sharded round robin over the ranks (one rank per host), and
     // rank 0 gathers every result in the suite's order and writes the one results file.
     std::unique_ptr<moe::MpiSession> mpi;
+    std::unique_ptr<ResultsJournal> journal;
+    bool complete = true;
     if (moe::launched_by_mpirun()) {
+      if (o->resume) throw InputError("--resume does not run under mpirun");
       mpi = std::make_unique<moe::MpiSession>();
       cfg.progress = cfg.progress && mpi->rank() == 0;
       rf.results = moe::run_bench_sharded(ops, cfg, roof, &rf.machine.libraries);
       if (mpi->rank() != 0) return 0;
       rf.config["ranks"] = mpi->size();
     } else {
+      // One round with --out: the file is written op by op (and resumable).
+      if (!o->out.empty() && cfg.rounds == 1) {
+        journal = std::make_unique<ResultsJournal>(o->out, rf, ops, o->resume);
+        if (journal->resumed() > 0 && !o->json)
+          fmt::print(
+              "resuming {}: {} results recorded, {} ops left to run\n", o->out, journal->resumed(),
+              std::count_if(ops.begin(), ops.end(), [&](const CatalogOp& op) {
+                return std::any_of(cfg.backends.begin(), cfg.backends.end(),
+                                   [&](const std::string& b) { return !journal->recorded(op, b); });
+              }));
+        cfg.hooks.skip = [&](const CatalogOp& op, const std::string& b) {
+          return journal->recorded(op, b);
+        };
+        cfg.hooks.op_done = [&](std::span<const Result> rs) { journal->add(rs); };
+      }
+      ResultsFile& file = journal ? journal->file() : rf;
+      std::vector<CeilingsCheck>& checks = file.machine.checks;
+      const auto t0 = std::chrono::steady_clock::now();
+      g_stop_signal = 0;
+      std::signal(SIGINT, on_stop_signal);
+      std::signal(SIGTERM, on_stop_signal);
+      bool past_deadline = false;
+      cfg.hooks.stop = [&] {
+        past_deadline =
+            past_deadline ||
+            (deadline_s > 0 &&
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
+                 deadline_s);
+        return past_deadline || g_stop_signal != 0;
+      };
+      // Short samples of the ceilings between ops, at most every --sample-every seconds.
+      std::unique_ptr<probe::CeilingSampler> sampler;
+      auto last_sample = std::chrono::steady_clock::now();
+      if (rechecks(*o, ops.size()) && o->sample_every > 0)
+        cfg.hooks.before_op = [&] {
+          if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_sample)
+                  .count() < o->sample_every)
+            return;
+          if (!sampler) {
+            probe::ProbeConfig sc = kSampleConfig;
+            sc.read_kernel = host.read_kernel;
+            sampler = std::make_unique<probe::CeilingSampler>(cfg.run.threads, sc);
+          }
+          ThreadPool::instance().rest();
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // others' spin-waits
+          checks.push_back(sampler->sample("sample"));
+          last_sample = std::chrono::steady_clock::now();
+        };
       tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
-      recheck(*o, ops.size(), cfg.run.threads, "start", rf.machine.checks);
-      rf.results = run_bench(ops, cfg, roof, &rf.machine.libraries);
-      recheck(*o, ops.size(), cfg.run.threads, "end", rf.machine.checks);
+      if (!rechecks(*o, ops.size()) && !o->no_recheck && !o->json)
+        fmt::print(stderr,
+                   "(runs of fewer than {} ops do not measure the ceilings again: --recheck "
+                   "does)\n",
+                   kRecheckMinOps);
+      recheck(*o, ops.size(), cfg.run.threads, "start", checks);
+      last_sample = std::chrono::steady_clock::now();
+      std::vector<Result> fresh = run_bench(ops, cfg, roof, &file.machine.libraries);
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      sampler.reset();
+      complete = !past_deadline && g_stop_signal == 0;
+      if (g_stop_signal == 0) recheck(*o, ops.size(), cfg.run.threads, "end", checks);
+      if (!journal) file.results = std::move(fresh);
+      judge_run(file, host, cfg.run.threads, !o->json);
+      if (journal) {
+        journal->finish(complete, cfg.backends);
+        rf = journal->file();
+      }
     }
+    if (mpi) judge_run(rf, host, cfg.run.threads, !o->json);
     const Summary sum = summarize(rf.results, cfg.backends);
-    if (!o->out.empty()) write_results(o->out, rf);
+    if (!o->out.empty() && !journal) write_results(o->out, rf);
+    const int status = complete ? 0 : g_stop_signal != 0 ? 128 + g_stop_signal : 3;
+    auto say_incomplete = [&] {
+      if (complete) return;
+      fmt::print(
+          stderr, "attain: {} after {} of {} ops; {}\n",
+          g_stop_signal != 0 ? "interrupted" : "stopped at the deadline", rf.ops_done, ops.size(),
+          o->out.empty() ? "(no --out file to resume)"
+                         : fmt::format("the same command with --resume finishes {}", o->out));
+    };
     if (o->json) {
       auto j = to_json(rf);
       j["summary"] = to_json(sum);
       emit_json(j, "", true);
-      return 0;
+      say_incomplete();
+      return status;
     }
     fmt::print("{}", format_table(rf.results, cfg.backends));
     fmt::print("{}", format_summary(sum, cfg.backends));
-    fmt::print("{}", format_checks(rf.machine, rf.results, cfg.backends));
+    fmt::print("{}", format_checks(rf.machine));
     for (const auto& [b, v] : rf.machine.libraries) fmt::print("  {:<10} = {}\n", b, v);
     for (const auto& r : rf.results)
       if (r.status == "wrong" || r.status == "error")
         fmt::print("{} {} on {}: {}\n", r.status == "wrong" ? "WRONG" : "ERROR", r.op.op.spec(),
                    r.backend, r.reason);
     if (!o->out.empty()) fmt::print("results written to {}\n", o->out);
-    return 0;
+    say_incomplete();
+    return status;
   });
 });
 

@@ -9,18 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <optional>
-#include <stdexcept>
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -330,30 +330,58 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
   return c;
 }
 
-CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& cfg) {
+struct CeilingSampler::Impl {
+  int threads;
+  ProbeConfig cfg;
+  Kernels k;
+  bool bf16;
+  std::int64_t iters;
+  std::size_t n;
+  Buffer buf;
+  Impl(int t, const ProbeConfig& c, const Kernels& kk, bool b, std::size_t floats)
+      : threads(t),
+        cfg(c),
+        k(kk),
+        bf16(b),
+        iters(fma_iters(kk, c.fma_seconds)),
+        n(floats),
+        buf(floats * sizeof(float)) {
+    write_array(buf.p, n, threads);
+  }
+};
+
+CeilingSampler::CeilingSampler(int threads, const ProbeConfig& cfg) {
+  const int t = std::max(1, threads);
+  const CpuFeatures isa = detect_cpu_features();
+  const std::size_t n = array_floats(
+      cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(cache_sizes()), t);
+  impl_ = std::make_unique<Impl>(t, cfg, best_kernels(isa), isa.avx512_bf16, n);
+}
+
+CeilingSampler::~CeilingSampler() = default;
+
+CeilingsCheck CeilingSampler::sample(std::string when) {
+  Impl& s = *impl_;
   CeilingsCheck c;
   c.when = std::move(when);
-  c.threads = std::max(1, threads);
-  const CpuFeatures isa = detect_cpu_features();
-  const Kernels k = best_kernels(isa);
-  const int trials = std::max(1, cfg.trials);
-  const std::int64_t iters = fma_iters(k, cfg.fma_seconds);
-  c.fma_gflops = loop_gflops(k.fma, fma_flops_per_iter(k), iters, c.threads, trials).best;
+  c.threads = s.threads;
+  const int trials = std::max(1, s.cfg.trials);
+  c.fma_gflops = loop_gflops(s.k.fma, fma_flops_per_iter(s.k), s.iters, c.threads, trials).best;
 #if defined(__x86_64__)
-  if (isa.avx512_bf16)
-    c.bf16_gflops = loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, iters, c.threads, trials).best;
+  if (s.bf16)
+    c.bf16_gflops =
+        loop_gflops(bf16_dot_avx512, kBf16FlopsPerIter, s.iters, c.threads, trials).best;
 #endif
-  const std::size_t n = array_floats(
-      cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(cache_sizes()),
-      c.threads);
-  Buffer buf(n * sizeof(float));
-  write_array(buf.p, n, c.threads);
-  const BestRead r = best_read(k, buf.p, n, c.threads, trials, cfg.read_kernel);
+  const BestRead r = best_read(s.k, s.buf.p, s.n, c.threads, trials, s.cfg.read_kernel);
   c.read_gbps = r.trials.best;
   c.read_kernel = r.kernel;
   c.at = utc_now();
   c.t_unix = unix_now();
   return c;
+}
+
+CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& cfg) {
+  return CeilingSampler(threads, cfg).sample(std::move(when));
 }
 
 // ---- JSON and the cache --------------------------------------------------------------

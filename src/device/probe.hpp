@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <optional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "attain/device.hpp"
@@ -41,6 +42,22 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress);
 // and bf16 dot peaks and the streaming read (the probe's loops and array; a second or two).
 // `when` names the moment ("start", "end").
 CeilingsCheck check_ceilings(int threads, std::string when, const ProbeConfig& cfg);
+
+// check_ceilings() again and again with one bandwidth array, written once and kept (a long run
+// samples the machine between ops: writing a 1 GiB array each time would cost more than the
+// sample).
+class CeilingSampler {
+ public:
+  CeilingSampler(int threads, const ProbeConfig& cfg);
+  ~CeilingSampler();
+  CeilingSampler(const CeilingSampler&) = delete;
+  CeilingSampler& operator=(const CeilingSampler&) = delete;
+  CeilingsCheck sample(std::string when);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // $XDG_CACHE_HOME/attain/probe.json, else ~/.cache/attain/probe.json; empty when neither
 // variable is set.

@@ -393,7 +393,7 @@ std::string efficiency_box_svg(const ReportModel& m) {
     // The ops themselves, spread deterministically across the band behind the box.
     for (std::size_t j = 0; j < se.ok.size(); ++j) {
       const double e = se.ok[j]->efficiency;
-      if (!(e > 0)) continue;
+      if (!(e > 0) || se.ok[j]->exceeds_ceiling()) continue;
       const double jitter = (static_cast<double>((j * 37) % 29) / 28.0 - 0.5) * 60;
       s += fmt::format(
           "<circle class=\"dot\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"1.8\" fill=\"{}\"></circle>",

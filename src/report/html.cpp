@@ -23,6 +23,7 @@ margin:0 auto;max-width:1200px;padding:16px 24px 48px;background:#ffffff}
 h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #e5e7eb;
 padding-bottom:4px}h3{font-size:16px;margin:20px 0 6px}
 p.note,span.note{color:#6b7280;font-size:12.5px}
+p.warn{color:#b45309}
 table{border-collapse:collapse;margin:8px 0 12px;font-size:13px}
 th,td{border:1px solid #e5e7eb;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f4f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
@@ -554,19 +555,46 @@ std::string results_sections(const ReportModel& m, const ReportOptions& opt) {
   // Headline figures.
   h += "<h2>Headline</h2>";
   for (const auto& se : m.series) {
+    if (!se.ceiling_errors.empty()) {
+      std::string names;
+      for (const Result* r : se.ceiling_errors)
+        names += fmt::format("{}<code>{}</code> ({})", names.empty() ? "" : ", ",
+                             esc(r->op.op.spec()), pct(r->efficiency));
+      h += fmt::format(
+          "<p class=\"note warn\">{} of {} ran above the ceiling: a ceiling error (the ceiling is "
+          "wrong, not the kernel fast), left out of every efficiency figure: {}.</p>",
+          fmt_count(se.ceiling_errors.size(), "op"), esc(se.name), names);
+    }
     if (se.efficiency.count == 0) {
-      h +=
-          fmt::format("<p class=\"headline\"><b>{}</b>: no op ran successfully.</p>", esc(se.name));
+      h += fmt::format("<p class=\"headline\"><b>{}</b>: no op ran successfully{}.</p>",
+                       esc(se.name), se.ceiling_errors.empty() ? "" : " within its ceiling");
       continue;
     }
     h += fmt::format(
         "<p class=\"headline\"><b>{}</b> reaches <b>{}</b> of attainable{} (geomean over {}; "
         "median {}, "
-        "quartiles {} .. {}).</p>",
+        "quartiles {} .. {}){}.</p>",
         esc(se.name), pct(se.efficiency.geomean),
         se.projected ? " <span class=\"projtag\">(PROJECTED: assumed)</span>" : "",
         fmt_count(se.efficiency.count, "op"), pct(se.efficiency.median), pct(se.efficiency.q1),
-        pct(se.efficiency.q3));
+        pct(se.efficiency.q3),
+        se.local_efficiency.count > 0
+            ? fmt::format("; <b>{}</b> against the ceilings sampled beside each op",
+                          pct(se.local_efficiency.geomean))
+            : "");
+  }
+  for (std::size_t fi = 0; fi < m.inputs.size(); ++fi) {
+    const ResultsFile& f = m.inputs[fi].file;
+    if (!f.complete)
+      h += fmt::format(
+          "<p class=\"note warn\">{} is an incomplete run: {} of {} ops so far (<code>attain bench "
+          "... --resume</code> finishes it).</p>",
+          esc(m.inputs[fi].label), f.ops_done, f.ops_total);
+    if (!f.machine.checks.empty())
+      h += fmt::format(
+          "<p class=\"note\">The machine while {} ran: the ceilings measured again during the "
+          "run, beside those the efficiencies use.</p><pre>{}</pre>",
+          esc(m.inputs[fi].label), esc(format_checks(f.machine)));
   }
   for (const auto& p : m.pairs)
     if (p.ratio.count > 0)

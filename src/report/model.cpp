@@ -25,16 +25,22 @@ ReportModel build_report_model(std::vector<ReportInput> inputs) {
       s.name = many ? fmt::format("{}:{}", m.inputs[fi].label, b) : b;
       s.file = fi;
       s.backend = b;
-      std::vector<double> eff;
+      std::vector<double> eff, local;
       for (const auto& r : f.results) {
         if (r.backend != b) continue;
         ++s.status_counts[r.status];
         s.projected = s.projected || r.projected;
         if (r.status != "ok") continue;
         s.ok.push_back(&r);
+        if (r.exceeds_ceiling()) {
+          s.ceiling_errors.push_back(&r);
+          continue;
+        }
         if (r.efficiency > 0 && std::isfinite(r.efficiency)) eff.push_back(r.efficiency);
+        if (r.local_efficiency > 0 && r.local_efficiency <= 1) local.push_back(r.local_efficiency);
       }
       s.efficiency = aggregate(eff);
+      s.local_efficiency = aggregate(local);
       if (!eff.empty()) {
         const auto [lo, hi] = std::minmax_element(eff.begin(), eff.end());
         s.eff_min = *lo, s.eff_max = *hi;
@@ -91,6 +97,8 @@ nlohmann::json report_summary_json(const ReportModel& m) {
                       {"status_counts", s.status_counts},
                       {"points", s.ok.size()},
                       {"efficiency", to_json(s.efficiency)},
+                      {"local_efficiency", to_json(s.local_efficiency)},
+                      {"ceiling_errors", s.ceiling_errors.size()},
                       {"efficiency_by", by}});
   }
   nlohmann::json pairs = nlohmann::json::array();
