@@ -428,3 +428,17 @@ TEST(Timing, RotatesWarmsUpAndReportsTheMedian) {
   cfg.hot = true;
   EXPECT_EQ(rotation_sets(1 << 10, cfg), 1);
 }
+
+// A run that alone outlasts the budget is timed three times, not min_reps times; a shorter
+// one min_reps times at least.
+TEST(Timing, LongRunsTakeThreeReps) {
+  TimingConfig cfg;
+  cfg.max_seconds = 0.005;
+  cfg.hot = true;
+  SleepKernel slow(0, 8000);
+  std::vector<Kernel*> ks = {&slow};
+  EXPECT_EQ(time_kernels(ks, 1 << 10, cfg).reps, 3);
+  SleepKernel quick(0, 500);
+  ks = {&quick};
+  EXPECT_GE(time_kernels(ks, 1 << 10, cfg).reps, cfg.min_reps);
+}

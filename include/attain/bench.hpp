@@ -17,7 +17,7 @@ namespace attain {
 
 struct TimingConfig {
   double max_seconds = 0.25;  // time budget per (op, backend), timing only
-  int min_reps = 5;
+  int min_reps = 5;  // (3 when one run outlasts max_seconds)
   int max_reps = 2000;
   double noise_target = 0.02;  // stop early once IQR/median falls below this (after 10 reps)
   bool hot = false;            // warm cache: no rotation, no flush

@@ -77,9 +77,13 @@ int rotation_sets(std::size_t bytes_per_set, const TimingConfig& cfg) {
 
 namespace {
 
-// One backend's timed runs and its stopping rule: at least min_reps; then the budget of
-// max_seconds spent, or (from 10 reps, every 5) the IQR under the noise target once a quarter
-// of the budget is spent.
+// Timed runs enough for a median when one run alone outlasts the budget (the suite's largest
+// prefill GEMMs run 1-2 minutes each on a 2-core CPU: five runs of each would be hours).
+constexpr int kLongRunReps = 3;
+
+// One backend's timed runs and its stopping rule: at least min_reps (kLongRunReps when the
+// first run alone took the whole budget); then the budget of max_seconds spent, or (from 10
+// reps, every 5) the IQR under the noise target once a quarter of the budget is spent.
 struct Reps {
   std::vector<double> times;
   double timed = 0;
@@ -91,7 +95,8 @@ struct Reps {
   bool done(const TimingConfig& cfg) const {
     const int reps = static_cast<int>(times.size());
     if (reps >= cfg.max_reps) return true;
-    if (reps < cfg.min_reps) return false;
+    const bool long_runs = reps > 0 && times.front() >= cfg.max_seconds;
+    if (reps < (long_runs ? std::min(cfg.min_reps, kLongRunReps) : cfg.min_reps)) return false;
     if (timed >= cfg.max_seconds) return true;
     if (reps < 10 || reps % 5 != 0 || timed < cfg.max_seconds / 4) return false;
     std::vector<double> sorted = times;
