@@ -18,9 +18,14 @@ namespace {
 // What must match for a results file to be finished by another run: the machine, the threads
 // and every setting that changes a timing.
 nlohmann::json settings_of(const ResultsFile& f) {
+  // (A VM's model name can be as plain as "Intel(R) Xeon(R) Processor": the cache sizes tell
+  // its generations apart.)
+  const HostCeilings& c = f.machine.ceilings;
   nlohmann::json s = {{"cpu_model", f.machine.cpu_model},
                       {"cores", f.machine.cores},
-                      {"threads", f.machine.threads}};
+                      {"threads", f.machine.threads},
+                      {"caches", fmt::format("L1d {} KiB, L2 {} KiB, L3 {} MiB", c.l1d_bytes >> 10,
+                                             c.l2_bytes >> 10, c.l3_bytes >> 20)}};
   for (const char* key : {"max_seconds", "hot", "seed", "stages", "schedule", "rounds"})
     s[key] = f.config.is_object() && f.config.contains(key) ? f.config[key] : nlohmann::json();
   return s;
