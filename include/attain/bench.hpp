@@ -115,9 +115,9 @@ std::vector<Result> run_bench(const std::vector<CatalogOp>& ops, const BenchConf
 double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& timing,
                         std::size_t backends);
 
-// A progress bar with ETA on stderr (only when stderr is a terminal and `on`): ops done of
-// the total, the ETA from the work left (each op weighted by expected_seconds) at the rate the
-// work done so far took.
+// A progress bar with ETA on stderr when `on`: ops done of the total, the ETA from the work
+// left (each op weighted by expected_seconds) at the rate the work done so far took. On a
+// terminal a bar redrawn in place; otherwise (a log) one plain line a minute at most.
 class ProgressBar {
  public:
   // total_work < 0: every op weighs the same.
@@ -131,10 +131,12 @@ class ProgressBar {
   }
 
  private:
-  bool on_;
+  static constexpr double kLineSeconds = 60;
+  bool on_, tty_;
   std::size_t total_;
   double total_work_;
   std::chrono::steady_clock::time_point t0_;
+  double last_line_s_ = 0;
 };
 
 // Linear-interpolated quantile q in [0, 1] of an ascending, non-empty vector.

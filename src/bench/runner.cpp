@@ -72,7 +72,8 @@ double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& 
 }
 
 ProgressBar::ProgressBar(bool on, std::size_t total, double total_work)
-    : on_(on && ::isatty(2)),
+    : on_(on),
+      tty_(::isatty(2) != 0),
       total_(total),
       total_work_(total_work < 0 ? static_cast<double>(total) : total_work),
       t0_(std::chrono::steady_clock::now()) {}
@@ -81,6 +82,15 @@ void ProgressBar::update(std::size_t done, double work_done, const std::string& 
   if (!on_) return;
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const double eta = work_done > 0 ? el / work_done * std::max(0.0, total_work_ - work_done) : 0;
+  if (!tty_) {
+    // A log (nohup, CI): one plain line a minute at most.
+    if (el - last_line_s_ < kLineSeconds || done == 0 || done >= total_) return;
+    last_line_s_ = el;
+    fmt::print(stderr, "attain: {}/{} ops after {}, ETA {} (next: {})\n", done, total_,
+               human_secs(el), human_secs(eta), what);
+    std::fflush(stderr);
+    return;
+  }
   const int width = 24;
   const int fill = total_ ? static_cast<int>(width * done / total_) : width;
   std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;
@@ -92,7 +102,7 @@ void ProgressBar::update(std::size_t done, double work_done, const std::string& 
 }
 
 ProgressBar::~ProgressBar() {
-  if (on_) fmt::print(stderr, "\r\x1b[K");
+  if (on_ && tty_) fmt::print(stderr, "\r\x1b[K");
 }
 
 void keep_faster_round(std::vector<Result>& kept, const std::vector<Result>& round) {
