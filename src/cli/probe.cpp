@@ -79,6 +79,10 @@ const bool registered = add_command([](CLI::App& app) {
                c.read_gbps_1t, c.read_gbps_all, c.read_kernel.empty() ? "?" : c.read_kernel);
     fmt::print("copy       {:8.1f} GB/s    1 thread, {:8.1f} all threads (read + write counted)\n",
                c.copy_gbps_1t, c.copy_gbps_all);
+    if (c.cold_bytes > 0)
+      fmt::print("cold from  {} MiB (reads this large run at memory speed: cold-cache timing "
+                 "evicts twice this)\n",
+                 c.cold_bytes >> 20);
     fmt::print("measured   {}\n", c.measured_at);
     if (!c.spread.empty()) {
       std::string line;
@@ -88,7 +92,7 @@ const bool registered = add_command([](CLI::App& app) {
     }
     for (const CeilingFigure& f : kCeilingFigures)
       if (const auto it = c.raised.find(f.name); it != c.raised.end())
-        fmt::print("best seen  {} {:.1f}: {} (higher than this probe's measurement)\n", f.name,
+        fmt::print("best seen  {} {:.1f}: {} (above the probe's own measurement)\n", f.name,
                    c.*f.value, it->second);
     if (!gpu.is_null()) {
       if (!gpu["present"].get<bool>()) {
