@@ -17,7 +17,7 @@ namespace attain {
 
 struct TimingConfig {
   double max_seconds = 0.25;  // time budget per (op, backend), timing only
-  int min_reps = 5;  // (3 when one run outlasts max_seconds)
+  int min_reps = 5;           // (3 when one run outlasts max_seconds)
   int max_reps = 2000;
   double noise_target = 0.02;  // stop early once IQR/median falls below this (after 10 reps)
   bool hot = false;            // warm cache: no rotation, no flush
@@ -169,6 +169,12 @@ nlohmann::json to_json(const Summary& s);
 std::string format_summary(const Summary& s, const std::vector<std::string>& backend_order);
 std::string format_table(const std::vector<Result>& results,
                          const std::vector<std::string>& backend_order);
+// A run's headline as a Markdown table (what the README shows): per backend the ops that ran
+// of the op list, its geomean efficiency against the run's ceilings and against those sampled
+// beside each op, by dtype and by phase, and the first backend's speed relative to it; then the
+// machine, the ceilings used and how far the samples moved during the run. backend_order empty:
+// the backends in the file's order.
+std::string format_headline(const ResultsFile& f, std::vector<std::string> backend_order = {});
 
 // ---- judging a run's results against its ceilings (src/bench/ceilings.cpp) ---------------
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "attain/bench.hpp"
 
@@ -182,6 +183,77 @@ std::string format_table(const std::vector<Result>& results,
     out += "\n";
   }
   return out;
+}
+
+std::string format_headline(const ResultsFile& f, std::vector<std::string> order) {
+  if (order.empty())
+    for (const auto& r : f.results)
+      if (std::find(order.begin(), order.end(), r.backend) == order.end())
+        order.push_back(r.backend);
+  const Summary s = summarize(f.results, order);
+  std::set<std::string> specs;
+  for (const auto& r : f.results) specs.insert(r.op.op.spec());
+  const std::size_t total = f.complete ? specs.size() : f.ops_total;
+  auto pct = [](const Aggregate& a) {
+    return a.count > 0 ? fmt::format("{:.1f}%", 100 * a.geomean) : std::string("-");
+  };
+  // The dtypes and phases that occur, in a fixed order.
+  std::vector<std::string> groups;
+  for (const char* g :
+       {"dtype=fp32", "dtype=fp16", "dtype=bf16", "dtype=fp8", "phase=prefill", "phase=decode"})
+    for (const auto& [b, by] : s.efficiency)
+      if (by.count(g)) {
+        groups.push_back(g);
+        break;
+      }
+  std::string out = "| backend | ops run | efficiency | near each op |";
+  for (const auto& g : groups) out += fmt::format(" {} |", g.substr(g.find('=') + 1));
+  const std::string first = order.empty() ? "" : order.front();
+  out += fmt::format(" {}'s speed vs it |\n| --- | ---: | ---: | ---: |", first);
+  for (std::size_t i = 0; i < groups.size(); ++i) out += " ---: |";
+  out += " ---: |\n";
+  for (const auto& b : order) {
+    const auto counts =
+        s.status_counts.count(b) ? s.status_counts.at(b) : std::map<std::string, std::size_t>{};
+    const std::size_t ok = counts.count("ok") ? counts.at("ok") : 0;
+    const auto eff =
+        s.efficiency.count(b) ? s.efficiency.at(b) : std::map<std::string, Aggregate>{};
+    const Aggregate all = eff.count("all") ? eff.at("all") : Aggregate{};
+    const Aggregate local = s.local_efficiency.count(b) ? s.local_efficiency.at(b) : Aggregate{};
+    out += fmt::format("| {} | {} of {} | **{}** | {} |", b, ok, total, pct(all), pct(local));
+    for (const auto& g : groups)
+      out += fmt::format(" {} |", eff.count(g) ? pct(eff.at(g)) : std::string("-"));
+    const auto ratio = s.speed_ratio.find(first + "/" + b);
+    out += b == first || ratio == s.speed_ratio.end() || ratio->second.count == 0
+               ? std::string(" - |\n")
+               : fmt::format(" {:.2f}x ({} ops) |\n", ratio->second.geomean, ratio->second.count);
+  }
+  const Roofline& r = f.machine.roofline;
+  out += fmt::format(
+      "\n{}, {} threads; efficiency = achieved / attainable against the best ceilings known at "
+      "the run's end: fp32 FMA {:.1f} GFLOP/s{}, read {:.1f} GB/s. Geometric means over the ops "
+      "that ran; speed = time of the other / time of {} over the ops both ran.",
+      f.machine.cpu_model, f.machine.threads, r.peak_tflops * 1e3,
+      r.bf16_peak_tflops > 0 ? fmt::format(", bf16 dot {:.1f}", r.bf16_peak_tflops * 1e3) : "",
+      r.bw_gbps, first);
+  std::vector<double> read, fma;
+  for (const auto& c : f.machine.checks) read.push_back(c.read_gbps), fma.push_back(c.fma_gflops);
+  if (!read.empty()) {
+    const auto [rlo, rhi] = std::minmax_element(read.begin(), read.end());
+    const auto [flo, fhi] = std::minmax_element(fma.begin(), fma.end());
+    out += fmt::format(
+        " The machine during the run ({} checks): read {:.1f}-{:.1f} GB/s, fp32 FMA {:.0f}-{:.0f} "
+        "GFLOP/s; \"near each op\" judges each op against the checks just before and after it.",
+        read.size(), *rlo, *rhi, *flo, *fhi);
+  }
+  std::size_t errors = 0;
+  for (const auto& [b, n] : s.ceiling_errors) errors += n;
+  if (errors > 0)
+    out += fmt::format(" {} result{} above the ceiling (a ceiling error) left out.", errors,
+                       errors == 1 ? "" : "s");
+  if (!f.complete)
+    out += fmt::format(" **Incomplete run: {} of {} ops so far.**", f.ops_done, f.ops_total);
+  return out + "\n";
 }
 
 }  // namespace attain

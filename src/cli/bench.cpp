@@ -520,6 +520,9 @@ const bool registered = add_command([](CLI::App& app) {
     fmt::print("{}", format_table(rf.results, cfg.backends));
     fmt::print("{}", format_summary(sum, cfg.backends));
     fmt::print("{}", format_checks(rf.machine));
+    fmt::print(
+        "\nHeadline (the README's form; attain report FILE --headline prints it again):\n\n{}",
+        format_headline(rf, cfg.backends));
     for (const auto& [b, v] : rf.machine.libraries) fmt::print("  {:<10} = {}\n", b, v);
     for (const auto& r : rf.results)
       if (r.status == "wrong" || r.status == "error")

@@ -35,7 +35,7 @@ const bool registered = add_command([](CLI::App& app) {
     std::vector<std::string> files;
     std::string out, title = "attain report";
     std::size_t furthest = 10;
-    bool json = false;
+    bool json = false, headline = false;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("report",
@@ -51,9 +51,11 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_option("--furthest", o->furthest, "ops listed as furthest from attainable, per series")
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print what the page shows (series and pairs) as JSON");
+  sub->add_flag("--headline", o->headline,
+                "print each results file's headline as a Markdown table (the README's form)");
   set_action(sub, [o] {
-    if (o->out.empty() && !o->json)
-      throw InputError("attain report needs -o/--out FILE.html (or --json)");
+    if (o->out.empty() && !o->json && !o->headline)
+      throw InputError("attain report needs -o/--out FILE.html (or --json, --headline)");
     if (o->furthest == 0) throw InputError("--furthest must be at least 1");
     const auto labels = labels_for(o->files);
     ReportFiles files;
@@ -68,6 +70,12 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->json) {
       emit_json(report_summary_json(m), "", true);
       return 0;
+    }
+    if (o->headline) {
+      for (const auto& in : m.inputs)
+        fmt::print("{}{}", m.inputs.size() > 1 ? fmt::format("\n{}:\n\n", in.label) : "",
+                   format_headline(in.file));
+      if (o->out.empty()) return 0;
     }
     std::size_t points = 0;
     for (const auto& s : m.series) points += s.ok.size();

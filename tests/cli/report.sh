@@ -172,3 +172,20 @@ assert len(colors) > 20 and nonwhite > 0.01 * samples, "the rendered page looks 
 PY
 fi
 echo "report/import/project CLI: ok"
+# --headline: the README's Markdown table, and the script that puts it into a README.
+"$ATTAIN" bench --op gemm:m=4,n=64,k=64,dtype=fp32 gemm:m=4,n=64,k=64,dtype=bf16 \
+  --backend attain,openblas --max-seconds 0.01 --threads 1 --out "$TMP/h.json" > "$TMP/h.out" 2>&1
+grep -q "^| attain | 2 of 2 |" "$TMP/h.out" || fail "bench prints the headline: $(cat "$TMP/h.out")"
+"$ATTAIN" report "$TMP/h.json" --headline > "$TMP/h.md"
+grep -q "^| backend | ops run | efficiency | near each op | fp32 | bf16 |" "$TMP/h.md" || fail "headline header: $(cat "$TMP/h.md")"
+grep -q "^| openblas | 1 of 2 |.*x (1 ops) |$" "$TMP/h.md" || fail "headline openblas row: $(cat "$TMP/h.md")"
+printf 'intro\n<!-- headline: begin -->\nold\n<!-- headline: end -->\nrest\n' > "$TMP/README.md"
+python3 "$ROOT/scripts/readme-headline.py" "$TMP/h.json" --attain "$ATTAIN" --readme "$TMP/README.md"
+grep -q "^| attain | 2 of 2 |" "$TMP/README.md" || fail "readme-headline did not write the table"
+grep -q "^old$" "$TMP/README.md" && fail "readme-headline kept the old block"
+head -1 "$TMP/README.md" | grep -q "^intro$" || fail "readme-headline lost the text before"
+tail -1 "$TMP/README.md" | grep -q "^rest$" || fail "readme-headline lost the text after"
+printf 'no markers\n' > "$TMP/bad.md"
+python3 "$ROOT/scripts/readme-headline.py" "$TMP/h.json" --attain "$ATTAIN" --readme "$TMP/bad.md" 2>/dev/null \
+  && fail "readme-headline accepted a README without markers"
+echo "report --headline: ok"
