@@ -249,6 +249,11 @@ TEST(Ceilings, JudgedAgainstTheBestAndTheNearestChecks) {
   EXPECT_NEAR(rs[0].local_efficiency, 18.0 / 25, 1e-12);  // checks at 1100 and 1200: 25
   EXPECT_NEAR(rs[1].local_efficiency, 10.0 / 30, 1e-12);  // 1200 and 1300: 30
   EXPECT_EQ(rs[2].local_efficiency, 0);                   // no time recorded: no local figure
+  // Checks hours away say nothing of the op's minute.
+  std::vector<Result> late = {decode_at(20, 0.9, 1300 + 3 * 3600)};
+  judge_results(late, roof, checks);
+  EXPECT_EQ(late[0].local_efficiency, 0);
+  EXPECT_GT(late[0].efficiency, 0);
   EXPECT_EQ(rs[3].efficiency, 0);                         // only ok results are judged
   EXPECT_FALSE(rs[0].exceeds_ceiling());
   // A result faster than the best ceiling is a ceiling error: flagged, never aggregated.

@@ -185,7 +185,8 @@ Roofline checked_roofline(const std::vector<CeilingsCheck>& checks);
 Roofline best_of(const Roofline& a, const Roofline& b);
 // Judges every ok result against `roof` (attainable_tflops, efficiency) and, where checks with
 // the run's threads were measured, against the ceilings sampled nearest it in time
-// (local_efficiency: the higher of each figure of the check before it and the check after it).
+// (local_efficiency: the higher of each figure of the check before it and the check after it,
+// each within 15 minutes of it; none: no local figure).
 void judge_results(std::vector<Result>& results, const Roofline& roof,
                    const std::vector<CeilingsCheck>& checks);
 // Raises the figures of `c` (the probe's ceilings of this machine, with `threads` the run's

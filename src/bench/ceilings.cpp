@@ -9,6 +9,12 @@
 
 namespace attain {
 
+namespace {
+// A check further than this from an op in time says nothing of the machine's minute when the op
+// ran (a resumed run's first check can come hours after the last op of the run before).
+constexpr double kNearSeconds = 900;
+}  // namespace
+
 Roofline checked_roofline(const std::vector<CeilingsCheck>& checks) {
   Roofline r;
   for (const auto& c : checks) {
@@ -49,8 +55,11 @@ void judge_results(std::vector<Result>& results, const Roofline& roof,
         std::lower_bound(timed.begin(), timed.end(), r.t_unix,
                          [](const CeilingsCheck* c, double t) { return c->t_unix < t; });
     std::vector<CeilingsCheck> near;
-    if (after != timed.end()) near.push_back(**after);
-    if (after != timed.begin()) near.push_back(**std::prev(after));
+    if (after != timed.end() && (*after)->t_unix - r.t_unix <= kNearSeconds)
+      near.push_back(**after);
+    if (after != timed.begin() && r.t_unix - (*std::prev(after))->t_unix <= kNearSeconds)
+      near.push_back(**std::prev(after));
+    if (near.empty()) continue;
     const double local = checked_roofline(near).attainable_tflops(r.op.op);
     if (local > 0) r.local_efficiency = r.tflops / local;
   }
