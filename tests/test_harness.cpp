@@ -254,7 +254,7 @@ TEST(Ceilings, JudgedAgainstTheBestAndTheNearestChecks) {
   judge_results(late, roof, checks);
   EXPECT_EQ(late[0].local_efficiency, 0);
   EXPECT_GT(late[0].efficiency, 0);
-  EXPECT_EQ(rs[3].efficiency, 0);                         // only ok results are judged
+  EXPECT_EQ(rs[3].efficiency, 0);  // only ok results are judged
   EXPECT_FALSE(rs[0].exceeds_ceiling());
   // A result faster than the best ceiling is a ceiling error: flagged, never aggregated.
   rs.push_back(decode_at(48, 1.0, 1250));
@@ -446,4 +446,11 @@ TEST(Timing, LongRunsTakeThreeReps) {
   SleepKernel quick(0, 500);
   ks = {&quick};
   EXPECT_GE(time_kernels(ks, 1 << 10, cfg).reps, cfg.min_reps);
+  // Cold, on a set far past the caches: the long warm-up run is the first of the three.
+  cfg.hot = false;
+  cfg.llc_bytes = 1 << 20;
+  SleepKernel cold(0, 8000);
+  ks = {&cold};
+  EXPECT_EQ(time_kernels(ks, std::size_t{1} << 30, cfg).reps, 3);
+  EXPECT_EQ(cold.runs, 3);
 }

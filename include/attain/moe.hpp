@@ -369,4 +369,17 @@ std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const B
                                       const Roofline& roof,
                                       std::map<std::string, std::string>* libraries);
 
+// The ops rank `rank` of `ranks` runs: every ranks-th op from the rank-th (round robin).
+std::vector<CatalogOp> shard_of(const std::vector<CatalogOp>& ops, int rank, int ranks);
+// Collective: every rank's results of its shard (in the shard's order, each op's backends
+// together) gathered on rank 0 in the op list's order (the others get an empty vector);
+// `libraries` (backend -> version) merged from all ranks on rank 0.
+std::vector<Result> gather_sharded(const std::vector<CatalogOp>& ops,
+                                   const std::vector<Result>& mine,
+                                   std::map<std::string, std::string>* libraries);
+// Collective: whether `mine` holds on every rank.
+bool all_ranks(bool mine);
+// Collective: rank 0's `value` on every rank.
+bool from_rank0(bool value);
+
 }  // namespace attain::moe

@@ -26,7 +26,7 @@ nlohmann::json settings_of(const ResultsFile& f) {
                       {"threads", f.machine.threads},
                       {"caches", fmt::format("L1d {} KiB, L2 {} KiB, L3 {} MiB", c.l1d_bytes >> 10,
                                              c.l2_bytes >> 10, c.l3_bytes >> 20)}};
-  for (const char* key : {"max_seconds", "hot", "seed", "stages", "schedule", "rounds"})
+  for (const char* key : {"max_seconds", "hot", "seed", "stages", "schedule", "rounds", "ranks"})
     s[key] = f.config.is_object() && f.config.contains(key) ? f.config[key] : nlohmann::json();
   return s;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -416,91 +417,126 @@ const bool registered = add_command([](CLI::App& app) {
           ops.size(), cfg.backends.size(),
           cfg.rounds > 1 ? fmt::format(" x {} rounds", cfg.rounds) : "", cfg.run.threads,
           cfg.timing.hot ? "hot" : "cold", roof.peak_tflops * 1e3, roof.bw_gbps, roof.source);
-    // Under mpirun the ops are sharded round robin over the ranks (one rank per host), and
-    // rank 0 gathers every result in the suite's order and writes the one results file.
+    // Under mpirun the ops are sharded round robin over the ranks (one rank per host), each
+    // rank writes its shard's file (FILE.rank<r>of<R>) op by op, and rank 0 gathers every result
+    // in the suite's order and writes the one results file.
     std::unique_ptr<moe::MpiSession> mpi;
-    std::unique_ptr<ResultsJournal> journal;
-    bool complete = true;
+    int rank = 0;
     if (moe::launched_by_mpirun()) {
-      if (o->resume) throw InputError("--resume does not run under mpirun");
       mpi = std::make_unique<moe::MpiSession>();
-      cfg.progress = cfg.progress && mpi->rank() == 0;
-      rf.results = moe::run_bench_sharded(ops, cfg, roof, &rf.machine.libraries);
-      if (mpi->rank() != 0) return 0;
+      rank = mpi->rank();
+      cfg.progress = cfg.progress && rank == 0;
       rf.config["ranks"] = mpi->size();
-    } else {
-      // One round with --out: the file is written op by op (and resumable).
-      if (!o->out.empty() && cfg.rounds == 1) {
-        journal = std::make_unique<ResultsJournal>(o->out, rf, ops, o->resume);
-        if (journal->resumed() > 0 && !o->json)
-          fmt::print(
-              "resuming {}: {} results recorded, {} ops left to run\n", o->out, journal->resumed(),
-              std::count_if(ops.begin(), ops.end(), [&](const CatalogOp& op) {
-                return std::any_of(cfg.backends.begin(), cfg.backends.end(),
-                                   [&](const std::string& b) { return !journal->recorded(op, b); });
-              }));
-        cfg.hooks.skip = [&](const CatalogOp& op, const std::string& b) {
-          return journal->recorded(op, b);
-        };
-        cfg.hooks.op_done = [&](std::span<const Result> rs) { journal->add(rs); };
+      // A finished file is left as it is (its shards' files are gone with the run that made
+      // it).
+      bool done = false;
+      if (rank == 0 && o->resume && std::filesystem::exists(o->out)) {
+        try {
+          done = read_results(o->out).complete;
+        } catch (const InputError&) {
+        }
       }
-      ResultsFile& file = journal ? journal->file() : rf;
-      std::vector<CeilingsCheck>& checks = file.machine.checks;
-      const auto t0 = std::chrono::steady_clock::now();
-      g_stop_signal = 0;
-      std::signal(SIGINT, on_stop_signal);
-      std::signal(SIGTERM, on_stop_signal);
-      bool past_deadline = false;
-      cfg.hooks.stop = [&] {
-        past_deadline =
-            past_deadline ||
-            (deadline_s > 0 &&
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
-                 deadline_s);
-        return past_deadline || g_stop_signal != 0;
-      };
-      // Short samples of the ceilings between ops, at most every --sample-every seconds.
-      std::unique_ptr<probe::CeilingSampler> sampler;
-      auto last_sample = std::chrono::steady_clock::now();
-      if (rechecks(*o, ops.size()) && o->sample_every > 0)
-        cfg.hooks.before_op = [&] {
-          if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_sample)
-                  .count() < o->sample_every)
-            return;
-          if (!sampler) {
-            probe::ProbeConfig sc = kSampleConfig;
-            sc.read_kernel = host.read_kernel;
-            sampler = std::make_unique<probe::CeilingSampler>(cfg.run.threads, sc);
-          }
-          ThreadPool::instance().rest();
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // others' spin-waits
-          checks.push_back(sampler->sample("sample"));
-          last_sample = std::chrono::steady_clock::now();
-        };
-      tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
-      if (!rechecks(*o, ops.size()) && !o->no_recheck && !o->json)
-        fmt::print(stderr,
-                   "(runs of fewer than {} ops do not measure the ceilings again: --recheck "
-                   "does)\n",
-                   kRecheckMinOps);
-      recheck(*o, ops.size(), cfg.run.threads, "start", checks);
-      last_sample = std::chrono::steady_clock::now();
-      std::vector<Result> fresh = run_bench(ops, cfg, roof, &file.machine.libraries);
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
-      sampler.reset();
-      complete = !past_deadline && g_stop_signal == 0;
-      if (g_stop_signal == 0) recheck(*o, ops.size(), cfg.run.threads, "end", checks);
-      if (!journal) file.results = std::move(fresh);
-      judge_run(file, host, cfg.run.threads, !o->json);
-      if (journal) {
-        journal->finish(complete, cfg.backends);
-        rf = journal->file();
+      if (moe::from_rank0(done)) {
+        if (rank == 0 && !o->json) fmt::print("{} is complete: nothing left to run\n", o->out);
+        return 0;
       }
     }
-    if (mpi) judge_run(rf, host, cfg.run.threads, !o->json);
+    const std::vector<CatalogOp> mine = mpi ? moe::shard_of(ops, rank, mpi->size()) : ops;
+    const std::string journal_path =
+        mpi ? fmt::format("{}.rank{}of{}", o->out, rank, mpi->size()) : o->out;
+    // One round with --out: the file is written op by op (and resumable).
+    std::unique_ptr<ResultsJournal> journal;
+    if (!o->out.empty() && cfg.rounds == 1) {
+      journal = std::make_unique<ResultsJournal>(journal_path, rf, mine, o->resume);
+      if (journal->resumed() > 0 && !o->json)
+        fmt::print(
+            "resuming {}: {} results recorded, {} ops left to run\n", journal_path,
+            journal->resumed(), std::count_if(mine.begin(), mine.end(), [&](const CatalogOp& op) {
+              return std::any_of(cfg.backends.begin(), cfg.backends.end(),
+                                 [&](const std::string& b) { return !journal->recorded(op, b); });
+            }));
+      cfg.hooks.skip = [&](const CatalogOp& op, const std::string& b) {
+        return journal->recorded(op, b);
+      };
+      cfg.hooks.op_done = [&](std::span<const Result> rs) { journal->add(rs); };
+    }
+    ResultsFile& file = journal ? journal->file() : rf;
+    std::vector<CeilingsCheck>& checks = file.machine.checks;
+    const auto t0 = std::chrono::steady_clock::now();
+    g_stop_signal = 0;
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    bool past_deadline = false;
+    cfg.hooks.stop = [&] {
+      past_deadline =
+          past_deadline ||
+          (deadline_s > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
+               deadline_s);
+      return past_deadline || g_stop_signal != 0;
+    };
+    // Short samples of the ceilings between ops, at most every --sample-every seconds (one
+    // process only: ranks sharing a host would measure each other).
+    const bool checked = !mpi && rechecks(*o, ops.size());
+    std::unique_ptr<probe::CeilingSampler> sampler;
+    auto last_sample = std::chrono::steady_clock::now();
+    if (checked && o->sample_every > 0)
+      cfg.hooks.before_op = [&] {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_sample).count() <
+            o->sample_every)
+          return;
+        if (!sampler) {
+          probe::ProbeConfig sc = kSampleConfig;
+          sc.read_kernel = host.read_kernel;
+          sampler = std::make_unique<probe::CeilingSampler>(cfg.run.threads, sc);
+        }
+        ThreadPool::instance().rest();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // others' spin-waits
+        checks.push_back(sampler->sample("sample"));
+        last_sample = std::chrono::steady_clock::now();
+      };
+    if (!mpi) tune_for_auto(ops, cfg, host, o->no_tune, !o->json);
+    if (!mpi && !checked && !o->no_recheck && !o->json)
+      fmt::print(stderr,
+                 "(runs of fewer than {} ops do not measure the ceilings again: --recheck "
+                 "does)\n",
+                 kRecheckMinOps);
+    if (checked) recheck(*o, ops.size(), cfg.run.threads, "start", checks);
+    last_sample = std::chrono::steady_clock::now();
+    std::vector<Result> fresh = run_bench(mine, cfg, roof, &file.machine.libraries);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    sampler.reset();
+    bool complete = !past_deadline && g_stop_signal == 0;
+    if (checked && g_stop_signal == 0) recheck(*o, ops.size(), cfg.run.threads, "end", checks);
+    if (journal) {
+      journal->finish(complete, cfg.backends);
+      fresh = journal->file().results;
+    }
+    if (mpi) {
+      rf.results = moe::gather_sharded(ops, fresh, &file.machine.libraries);
+      rf.machine.libraries = file.machine.libraries;
+      complete = moe::all_ranks(complete);
+      // Every rank's shard is in rank 0's file once the run is complete.
+      if (journal && complete) {
+        journal.reset();
+        std::filesystem::remove(journal_path);
+      }
+      if (rank != 0) return complete ? 0 : g_stop_signal != 0 ? 128 + g_stop_signal : 3;
+      std::set<std::string> specs;
+      for (const auto& r : rf.results) specs.insert(r.op.op.spec());
+      rf.complete = complete, rf.ops_done = specs.size(), rf.ops_total = ops.size();
+    } else {
+      rf.results = std::move(fresh);
+      if (journal) rf = journal->file();
+    }
+    judge_run(rf, host, cfg.run.threads, !o->json);
+    if (journal && !mpi) {  // (a rank's file holds its shard only)
+      journal->file() = rf;
+      journal->finish(complete, cfg.backends);
+    }
     const Summary sum = summarize(rf.results, cfg.backends);
-    if (!o->out.empty() && !journal) write_results(o->out, rf);
+    if (!o->out.empty() && (!journal || mpi)) write_results(o->out, rf);
     const int status = complete ? 0 : g_stop_signal != 0 ? 128 + g_stop_signal : 3;
     auto say_incomplete = [&] {
       if (complete) return;

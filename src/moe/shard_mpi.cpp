@@ -6,23 +6,25 @@
 
 namespace attain::moe {
 
-std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
-                                      const Roofline& roof,
-                                      std::map<std::string, std::string>* libraries) {
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+std::vector<CatalogOp> shard_of(const std::vector<CatalogOp>& ops, int rank, int ranks) {
   std::vector<CatalogOp> mine;
   for (std::size_t i = static_cast<std::size_t>(rank); i < ops.size();
        i += static_cast<std::size_t>(ranks))
     mine.push_back(ops[i]);
-  std::map<std::string, std::string> libs;
-  const auto local = run_bench(mine, cfg, roof, &libs);
+  return mine;
+}
+
+std::vector<Result> gather_sharded(const std::vector<CatalogOp>& ops,
+                                   const std::vector<Result>& mine,
+                                   std::map<std::string, std::string>* libraries) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   // Each rank's results travel as one JSON text: {"results": [...], "libraries": {...}}.
   nlohmann::json j;
   j["results"] = nlohmann::json::array();
-  for (const auto& r : local) j["results"].push_back(to_json(r));
-  j["libraries"] = libs;
+  for (const auto& r : mine) j["results"].push_back(to_json(r));
+  j["libraries"] = libraries != nullptr ? *libraries : std::map<std::string, std::string>{};
   const std::string text = j.dump();
   int len = static_cast<int>(text.size());
   std::vector<int> lens(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks));
@@ -40,7 +42,7 @@ std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const B
               MPI_COMM_WORLD);
   if (rank != 0) return {};
   // Back into the original order: op i ran on rank i % ranks as its (i / ranks)-th op; each op
-  // has one result per backend, in the order the backends were given.
+  // has its results (one per backend that ran it) together.
   std::vector<std::vector<Result>> per_rank(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     const auto part = nlohmann::json::parse(
@@ -66,6 +68,32 @@ std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const B
     while (at < src.size() && src[at].op.op.spec() == spec) out.push_back(src[at++]);
   }
   return out;
+}
+
+std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const BenchConfig& cfg,
+                                      const Roofline& roof,
+                                      std::map<std::string, std::string>* libraries) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  std::map<std::string, std::string> libs;
+  const auto local = run_bench(shard_of(ops, rank, ranks), cfg, roof, &libs);
+  if (libraries) libs.insert(libraries->begin(), libraries->end());
+  auto out = gather_sharded(ops, local, &libs);
+  if (libraries && rank == 0) *libraries = libs;
+  return out;
+}
+
+bool all_ranks(bool mine) {
+  int v = mine ? 1 : 0, all = 0;
+  MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+bool from_rank0(bool value) {
+  int v = value ? 1 : 0;
+  MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return v != 0;
 }
 
 }  // namespace attain::moe

@@ -73,6 +73,19 @@ std::vector<Result> run_bench_sharded(const std::vector<CatalogOp>& ops, const B
                                       std::map<std::string, std::string>* libraries) {
   return run_bench(ops, cfg, roof, libraries);  // one rank: every op here
 }
+std::vector<CatalogOp> shard_of(const std::vector<CatalogOp>& ops, int, int) {
+  return ops;
+}
+std::vector<Result> gather_sharded(const std::vector<CatalogOp>&, const std::vector<Result>& mine,
+                                   std::map<std::string, std::string>*) {
+  return mine;
+}
+bool all_ranks(bool mine) {
+  return mine;
+}
+bool from_rank0(bool value) {
+  return value;
+}
 
 }  // namespace attain::moe
 #endif
