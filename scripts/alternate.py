@@ -13,6 +13,11 @@ Usage:
   scripts/alternate.py ratio [options] BIN -- OP_1 OP_2 [OP_3 OP_4 ...]
       pairs of ops on one binary (e.g. an fp32 and a bf16 decode of one shape): per round
       time(OP_1) / time(OP_2), their median and the ratio of the fastest times.
+  scripts/alternate.py busy [options] [--backends attain,onednn] BIN -- OP [OP ...]
+      each OP on each backend quiet and with one CPU taken by a busy loop (a process spinning,
+      pinned to the last CPU), in turn; per op and backend the slowdown busy / quiet of the best
+      medians, then per backend their geomean and the worst op: how a library shares a machine
+      with other work.
 
 Options: --rounds N (default 3), --threads T (2), --seconds S (attain bench --max-seconds,
 0.4), --hot (W in cache: attain bench --hot), --extra "ARGS" (more attain bench arguments).
@@ -29,11 +34,11 @@ import subprocess
 import sys
 
 
-def bench(binary, op, args):
+def bench(binary, op, args, backend="attain"):
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
-    cmd = [binary, "bench", "--no-progress", "--backend", "attain", "--threads",
+    cmd = [binary, "bench", "--no-progress", "--backend", backend, "--threads",
            str(args.threads), "--no-recheck", "--json", "--max-seconds", str(args.seconds),
            "--op", op]
     if args.hot:
@@ -86,9 +91,46 @@ def ratio(args):
               f"{statistics.median(per):.2f}, fastest {min(tx) / min(ty):.2f}", flush=True)
 
 
+def spin_on_last_cpu():
+    """A child process that keeps the last CPU of this process's set busy until killed."""
+    cpu = max(os.sched_getaffinity(0))
+    pid = os.fork()
+    if pid == 0:
+        os.sched_setaffinity(0, {cpu})
+        while True:
+            pass
+    return pid
+
+
+def busy(args):
+    (binary,) = args.bins
+    backends = [b for b in args.backends.split(",") if b]
+    slow = {b: [] for b in backends}
+    for op in args.ops:
+        for b in backends:
+            t = ([], [])  # quiet, busy
+            for r in range(args.rounds):
+                for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                    spinner = spin_on_last_cpu() if side == 1 else None
+                    try:
+                        t[side].append(bench(binary, op, args, b)[1])
+                    finally:
+                        if spinner is not None:
+                            os.kill(spinner, 9)
+                            os.waitpid(spinner, 0)
+            q, k = min(t[0]), min(t[1])
+            slow[b].append(k / q)
+            print(f"{op:58s} {b:10s} quiet {q * 1e3:9.3f} ms  busy {k * 1e3:9.3f} ms  "
+                  f"slowdown {k / q:.2f}x", flush=True)
+    for b in backends:
+        print(f"{b}: geomean slowdown {geomean(slow[b]):.2f}x, worst {max(slow[b]):.2f}x "
+              f"({len(slow[b])} ops)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["builds", "ratio"])
+    p.add_argument("mode", choices=["builds", "ratio", "busy"])
+    p.add_argument("--backends", default="attain", help="busy: the backends to measure")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=float, default=0.4)
@@ -104,7 +146,7 @@ def main():
     want = 2 if args.mode == "builds" else 1
     if len(args.bins) != want or not args.ops or args.rounds < 1:
         sys.exit(f"{args.mode}: {want} binar{'ies' if want == 2 else 'y'}, -- and at least one op")
-    builds(args) if args.mode == "builds" else ratio(args)
+    {"builds": builds, "ratio": ratio, "busy": busy}[args.mode](args)
 
 
 if __name__ == "__main__":

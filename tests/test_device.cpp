@@ -2,14 +2,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "attain/device.hpp"
+#include "attain/gemm.hpp"
 #include "device/probe.hpp"
 #include "device/probe_kernels.hpp"
 
@@ -496,6 +498,39 @@ TEST(Probe, HostDevice) {
   EXPECT_DOUBLE_EQ(d.peak(DType::f32), 0.18);
   EXPECT_DOUBLE_EQ(d.mem_bandwidth_gbps, 18);
   EXPECT_FALSE(d.sources.at("peak_tflops.fp32").empty());
+}
+
+// The read ceiling is a ceiling: attain's M = 1 decode, which streams its weights and nothing
+// else, never reads memory faster than the probe's fastest read loop. One thread, a 512 MiB
+// weight (past the caches of every machine seen), the two measured in turn three times so that
+// the machine's drift hits both alike; the best of each compared.
+TEST(Probe, NoDecodeOutrunsTheReadCeiling) {
+  constexpr std::int64_t kN = 16384, kK = 8192;  // fp32 W: 512 MiB
+  std::vector<float> w(static_cast<std::size_t>(kN * kK)), a(kK), c(kN);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13) * 0.01f;
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1.0f + static_cast<float>(i % 5);
+  gemm::Params p;
+  p.a = a.data(), p.b = w.data(), p.c = c.data();
+  p.m = 1, p.n = kN, p.k = kK;
+  p.threads = 1;
+  probe::ProbeConfig cfg;
+  cfg.bw_array_bytes = kN * kK * 4;
+  cfg.fma_seconds = 0.002;
+  cfg.trials = 1;
+  probe::CeilingSampler sampler(1, cfg);
+  double decode = 0, ceiling = 0;
+  gemm::gemm(p);  // warm-up
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm::gemm(p);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    decode = std::max(decode, static_cast<double>(w.size() * sizeof(float)) / s / 1e9);
+    ceiling = std::max(ceiling, sampler.sample("sample").read_gbps);
+  }
+  double want = 0;  // row 0 of C against fp64
+  for (std::int64_t q = 0; q < kK; ++q) want += static_cast<double>(a[q]) * w[q];
+  EXPECT_NEAR(c[0], want, 1e-5 * want);
+  EXPECT_LE(decode, 1.10 * ceiling) << "decode " << decode << " GB/s, read ceiling " << ceiling;
 }
 
 // Every read loop of every ISA this CPU runs sums the array exactly (small integers: the fp32

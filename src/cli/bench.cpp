@@ -330,9 +330,10 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_flag("--json", o->json, "print the results file (JSON) on stdout instead of the table");
   sub->add_option("--out", o->out,
                   "write the results file (schema attain.results/1) here, op by op as the run "
-                  "goes (a kill loses at most the op in flight)");
+                  "goes with --rounds 1 (a kill loses at most the op in flight; under mpirun each "
+                  "rank writes its shard to FILE.rank<r>of<R>, rank 0 all of it to FILE)");
   sub->add_flag("--no-progress", o->no_progress,
-                "no progress bar (it is shown only on a terminal anyway)");
+                "no progress: neither the bar (on a terminal) nor a line a minute (in a log)");
   sub->add_flag("--list", o->list, "list the backends compiled in, and exit");
   set_action(sub, [o] {
     if (o->list) {
@@ -526,9 +527,13 @@ const bool registered = add_command([](CLI::App& app) {
       std::set<std::string> specs;
       for (const auto& r : rf.results) specs.insert(r.op.op.spec());
       rf.complete = complete, rf.ops_done = specs.size(), rf.ops_total = ops.size();
+    } else if (journal) {
+      rf = journal->file();
     } else {
       rf.results = std::move(fresh);
-      if (journal) rf = journal->file();
+      std::set<std::string> specs;
+      for (const auto& r : rf.results) specs.insert(r.op.op.spec());
+      rf.complete = complete, rf.ops_done = specs.size(), rf.ops_total = ops.size();
     }
     judge_run(rf, host, cfg.run.threads, !o->json);
     if (journal && !mpi) {  // (a rank's file holds its shard only)
