@@ -1,6 +1,7 @@
 // OpenBLAS through cblas_sgemm, loaded at run time (see dynlib.hpp for why it is not linked).
 #include <fmt/format.h>
 
+#include "attain/device.hpp"
 #include "backends/backends.hpp"
 #include "backends/dynlib.hpp"
 #include "backends/gemm_loops.hpp"
@@ -64,6 +65,30 @@ class OpenBlasBackend final : public Backend {
   OpenBlasApi api_;
 };
 
+// OpenBLAS's DYNAMIC_ARCH picks its kernels from the CPU model, and a release older than the
+// CPU falls back to generic SSE kernels (0.3.21 runs "Prescott" on an Emerald Rapids Xeon, at
+// a quarter of its Cooperlake kernels' speed there). Its figures are then not the library's
+// best: said once, with the setting that gives it its vector kernels.
+void warn_if_old_kernels(const std::string& config) {
+  static bool said = false;
+  const CpuFeatures f = detect_cpu_features();
+  if (said || !f.avx2) return;
+  for (const char* core : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+                           "Sandybridge", "Katmai", "Coppermine", "Northwood"})
+    if (config.find(fmt::format(" {} ", core)) != std::string::npos) {
+      said = true;
+      fmt::print(stderr,
+                 "attain: warning: OpenBLAS runs its {} kernels on this {} CPU (it does not know "
+                 "the model); its figures are not its best. OPENBLAS_CORETYPE={} gives it its "
+                 "vector kernels.\n",
+                 core, f.avx512f ? "AVX-512" : "AVX2",
+                 f.avx512_bf16 ? "Cooperlake"
+                 : f.avx512f   ? "SkylakeX"
+                               : "Haswell");
+      return;
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> make_openblas(std::string* why) {
@@ -82,6 +107,7 @@ std::unique_ptr<Backend> make_openblas(std::string* why) {
     if (why) *why = err;
     return nullptr;
   }
+  warn_if_old_kernels(api.get_config());
   return std::make_unique<OpenBlasBackend>(std::move(api));
 }
 
