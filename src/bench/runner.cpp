@@ -13,6 +13,7 @@
 #include "attain/bench.hpp"
 #include "attain/threadpool.hpp"
 #include "attain/verify.hpp"
+#include "device/probe.hpp"
 
 namespace attain {
 
@@ -29,12 +30,6 @@ double available_memory_bytes() {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const std::function<void(std::span<const Result>)> kNoOpDone;
-
-double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string human_bytes(double b) {
   if (b >= 1ull << 30) return fmt::format("{:.1f} GiB", b / (1ull << 30));
@@ -210,7 +205,7 @@ std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConf
           r.tflops = r.flops / t.median_s / 1e12;
           r.gbps = r.bytes / t.median_s / 1e9;
           r.efficiency = r.attainable_tflops > 0 ? r.tflops / r.attainable_tflops : 0;
-          r.t_unix = unix_seconds();
+          r.t_unix = probe::unix_now();
         }
       } catch (const std::exception& e) {
         for (std::size_t ri : timed) out[ri].status = "error", out[ri].reason = e.what();

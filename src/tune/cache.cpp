@@ -21,6 +21,7 @@
 
 #include "attain/device.hpp"
 #include "attain/tune_cache.hpp"
+#include "device/probe.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -313,12 +314,7 @@ std::size_t KeyHash::operator()(const Key& k) const noexcept {
 }
 
 std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return probe::utc_now();
 }
 
 Identity current_identity(std::string_view isa) {
