@@ -15,6 +15,7 @@
 
 #include "attain/gemm.hpp"
 #include "attain/threadpool.hpp"
+#include "busy.hpp"
 #include "kernels/cpu/gemm/dispatch.hpp"
 
 namespace attain::gemm {
@@ -326,6 +327,42 @@ TEST(Gemm, Fp32ExactEveryPathFamilyThreadsStages) {
           if (path != Path::decode) c.kc = 128;
           run_case(c);
         }
+}
+
+// Each thread's share cut into pieces that any thread claims (the decode and direct paths' cells in
+// up to four pieces, the packed path's in its NC blocks): shapes large enough to be cut, with
+// tails, at 1-3 threads and forced grids (the direct path's 2x1 grid packs A^T in its blocks, so
+// its cells stay whole), exact on small integers; the 2-thread runs again beside a busy thread.
+void pieces_cases() {
+  for (Path path : {Path::packed, Path::decode, Path::direct})
+    for (int threads : {1, 2, 3})
+      for (int grid : {0, 1, 2}) {
+        if (grid != 0 && (threads != 2 || path == Path::decode)) continue;
+        Case c{};
+        c.path = path;
+        c.threads = threads;
+        c.ints = true;
+        c.m = path == Path::decode ? 8 : path == Path::direct ? 40 : 200;
+        c.n = path == Path::packed ? 1000 : 2054;
+        c.k = path == Path::packed ? 300 : 1500;
+        if (path == Path::packed) c.nc = 128;
+        if (grid != 0) c.threads_m = grid, c.threads_n = 3 - grid;
+        run_case(c);
+        if (path != Path::direct) {
+          c.at = c.bt = DType::bf16;
+          c.ct = DType::bf16;
+          run_case(c);
+        }
+      }
+}
+
+TEST(Gemm, PiecesOfEveryPathAtOneToThreeThreads) {
+  pieces_cases();
+}
+
+TEST(Gemm, PiecesBesideABusyThread) {
+  const test::BusySibling busy;
+  pieces_cases();
 }
 
 // The packed path's default blocks over a K of several of them and a tail (fp32 operands take

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "attain/mla.hpp"
 #include "attain/verify.hpp"
+#include "busy.hpp"
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 namespace attain {
@@ -93,6 +95,27 @@ TEST(MlaDecode, FullSequencesManyThreadsSplitRequests) {
   poison_outputs(set);
   make_mla_kernel(set, RunOptions{3})->run();
   expect_verified(set, name(c, 3));
+}
+
+// Enough requests that each is a list of its own, claimed by whichever thread is free: at 1-3
+// threads, and at 2 beside a busy thread.
+TEST(MlaDecode, RequestsClaimedByAnyThread) {
+  const Case c{20, 700, 4, 1, DType::bf16};
+  const std::vector<std::int32_t> sl = {700, 650, 1,   699, 500, 0,   64,  65,  700, 300,
+                                        420, 640, 700, 512, 513, 600, 640, 690, 333, 700};
+  for (int threads : {1, 2, 3, -2}) {
+    const std::unique_ptr<test::BusySibling> busy =
+        threads < 0 ? std::make_unique<test::BusySibling>() : nullptr;
+    const int t = std::abs(threads);
+    if (t > 1) {
+      ASSERT_EQ(mla_schedule(sl.data(), c.b, t).per_slot.size(), sl.size());
+    }
+    TensorSet set(make_op(c));
+    fill_ragged(set, sl, 3);
+    poison_outputs(set);
+    make_mla_kernel(set, RunOptions{t})->run();
+    expect_verified(set, name(c, t) + (busy ? " busy" : ""));
+  }
 }
 
 TEST(MlaDecode, SimdMicroKernelsMatchScalar) {
@@ -286,12 +309,21 @@ TEST(MlaSchedule, CoversEveryBlockOnceAndBalances) {
     std::vector<std::int32_t> sl(static_cast<std::size_t>(b));
     for (auto& x : sl) x = static_cast<std::int32_t>(g() % 3 == 0 ? g() % 65 : g() % 9000);
     const MlaSchedule s = mla_schedule(sl.data(), b, threads);
-    ASSERT_EQ(s.per_thread.size(), static_cast<std::size_t>(threads));
+    // One list a thread, or (many requests, none long) one a request, longest first.
+    const bool whole = s.per_slot.size() != static_cast<std::size_t>(threads) || b > threads;
+    if (whole && s.per_slot.size() == static_cast<std::size_t>(b) && b >= 4 * threads &&
+        threads > 1) {
+      for (std::size_t l = 1; l < s.per_slot.size(); ++l)
+        ASSERT_GE(s.per_slot[l - 1][0].block_end, s.per_slot[l][0].block_end);
+      ASSERT_EQ(s.num_partials, 0);
+    } else {
+      ASSERT_EQ(s.per_slot.size(), static_cast<std::size_t>(threads));
+    }
     std::vector<std::vector<int>> covered(static_cast<std::size_t>(b));
     std::vector<int> units(static_cast<std::size_t>(b), 0);
     std::vector<int> partial_used(static_cast<std::size_t>(s.num_partials), 0);
     std::int64_t max_cost = 0, total = 0;
-    for (const auto& th : s.per_thread) {
+    for (const auto& th : s.per_slot) {
       std::int64_t cost = 0;
       for (const MlaSplit& u : th) {
         const auto i = static_cast<std::size_t>(u.request);

@@ -52,13 +52,19 @@ struct MlaSplit {
 };
 
 struct MlaSchedule {
-  std::vector<std::vector<MlaSplit>> per_thread;  // in processing order
-  std::vector<std::int32_t> split_begin;          // per request: first partial slot (-1 if unsplit)
-  std::vector<std::int32_t> num_splits;           // per request
+  std::vector<std::vector<MlaSplit>> per_slot;  // in processing order
+  std::vector<std::int32_t> split_begin;        // per request: first partial slot (-1 if unsplit)
+  std::vector<std::int32_t> num_splits;         // per request
   std::int32_t num_partials = 0;
   std::int64_t payload = 0;  // cost (blocks + overhead) each thread is given at most, about
 };
 
+// The threads claim the lists in turn, so a thread slowed by other work on its core leaves the
+// later lists to its partners. With at least kMlaRequestsPerThread requests a thread, none over
+// a quarter of a thread's share, each request is a list of its own, longest first (claimed
+// dynamically, whole requests balance to within the last one, and no request is cut); otherwise
+// one list a thread, requests cut where a list's payload ends.
+inline constexpr int kMlaRequestsPerThread = 4;
 MlaSchedule mla_schedule(const std::int32_t* seqlens, std::int64_t b, int threads);
 // Partial slots a schedule for `threads` threads can need (workspace sizing).
 inline int mla_max_partials(int threads) {

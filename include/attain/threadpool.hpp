@@ -49,6 +49,9 @@ class ThreadPool {
   // thread can take ~100 us to wake on a VM) finds the tasks gone and the caller has done
   // them, so a small job never costs more than running it alone. ntasks < 2^20.
   void run_tasks(int nthreads, std::int64_t ntasks, FunctionRef<void(std::int64_t)> task);
+  // The same, with the index in [0, nthreads) of the thread that runs the task (for per-thread
+  // scratch).
+  void run_tasks(int nthreads, std::int64_t ntasks, FunctionRef<void(std::int64_t, int tid)> task);
   int workers() const;
   // Workers blocked in their sleep (not spinning): waking one costs tens of microseconds on a
   // VM, more than a small job is worth.

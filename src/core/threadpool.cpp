@@ -70,7 +70,7 @@ struct ThreadPool::Impl {
   const FunctionRef<void(int, int)>* fn = nullptr;
   std::atomic<std::uint64_t> claim{0};
   std::atomic<std::int64_t> tasks_done{0};
-  const FunctionRef<void(std::int64_t)>* task_fn = nullptr;
+  const FunctionRef<void(std::int64_t, int)>* task_fn = nullptr;
   std::mutex error_mutex;
   std::exception_ptr error;
 
@@ -138,7 +138,7 @@ struct ThreadPool::Impl {
       if (tid >= job_threads || next >= ntasks) return;
       if (!claim.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
       try {
-        (*task_fn)(static_cast<std::int64_t>(next));
+        (*task_fn)(static_cast<std::int64_t>(next), tid);
       } catch (...) {
         record(std::current_exception());
       }
@@ -234,12 +234,17 @@ void ThreadPool::run(int nthreads, FunctionRef<void(int, int)> fn) {
 
 void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
                            FunctionRef<void(std::int64_t)> task) {
+  run_tasks(nthreads, ntasks, [&](std::int64_t i, int) { task(i); });
+}
+
+void ThreadPool::run_tasks(int nthreads, std::int64_t ntasks,
+                           FunctionRef<void(std::int64_t, int)> task) {
   if (ntasks <= 0) return;
   if (ntasks >= (std::int64_t{1} << kTasksBits))
     throw std::invalid_argument("ThreadPool::run_tasks: too many tasks");
   nthreads = static_cast<int>(std::min<std::int64_t>({nthreads, ntasks, 255}));
   if (nthreads <= 1 || t_inside_pool) {
-    for (std::int64_t i = 0; i < ntasks; ++i) task(i);
+    for (std::int64_t i = 0; i < ntasks; ++i) task(i, 0);
     return;
   }
   Impl& s = *impl_;

@@ -125,8 +125,12 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const double conv = bf16_pairs  ? 0.0
                         : fp8_pairs ? convert_s(p.b_type) / 3
                                     : convert_s(p.b_type);
-    const std::int64_t chunk =
+    // The engine's blocks: each thread's columns in pieces (gemm::detail::piece_cols).
+    std::int64_t chunk =
         round_up(ceil_div(p.n, std::max(1, s.threads_n)), gemm::detail::kDecodeRows);
+    if (s.threads > 1)
+      chunk = gemm::detail::piece_cols(chunk, gemm::detail::kDecodeRows,
+                                       gemm::detail::rough_ns(p.b_type, p.m, chunk, p.k));
     for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
       const double nb = d(std::min(chunk, p.n - n0));
       for (std::int64_t sl = 0; sl < slices; ++sl) {
@@ -163,9 +167,16 @@ void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
     const bool k2 = gemm::detail::direct_on_k_pairs(p, fam);
     // The grid: whole panels of A^T (threads_m) by W tiles (threads_n).
     const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.direct_panel);
-    const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);
+    const std::int64_t cell = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);
     for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
       const std::int64_t m1 = std::min(p.m, m0 + mchunk);
+      // The engine's blocks: each cell in pieces (gemm::detail::piece_cols), except where the
+      // blocks pack their own A^T panels (threads_n = 1).
+      const std::int64_t nchunk =
+          s.threads > 1 && (s.threads_n > 1 || k2)
+              ? gemm::detail::piece_cols(cell, fam.direct_rows,
+                                         gemm::detail::rough_ns(p.b_type, m1 - m0, cell, p.k))
+              : cell;
       std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
       for (std::int64_t i0 = m0; i0 < m1; i0 += fam.direct_panel)
         width += k2 ? fam.direct_lanes / 2

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "attain/mla.hpp"
 #include "attain/threadpool.hpp"
@@ -59,15 +60,40 @@ void store_out(DType out, const float* src, std::int64_t n, void* dst, std::int6
 
 // ---- schedule -----------------------------------------------------------------------------
 
+namespace {
+// A request's cost in the schedule: its blocks and a split's overhead.
+std::int64_t mla_cost(const std::int32_t* seqlens, std::int64_t b) {
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < b; ++i)
+    total += ceil_div(std::max(0, seqlens[i]), kBlock) + kMlaSplitOverheadBlocks;
+  return total;
+}
+}  // namespace
+
 MlaSchedule mla_schedule(const std::int32_t* seqlens, std::int64_t b, int threads) {
   const int T = std::max(1, threads);
+  constexpr std::int64_t ov = kMlaSplitOverheadBlocks;
+  const std::int64_t total = mla_cost(seqlens, b);
+  auto cost = [&](std::int64_t i) { return ceil_div(std::max(0, seqlens[i]), kBlock) + ov; };
+  std::int64_t largest = 0;
+  for (std::int64_t i = 0; i < b; ++i) largest = std::max(largest, cost(i));
+  if (T > 1 && b >= std::int64_t{kMlaRequestsPerThread} * T && 4 * largest * T <= total) {
+    MlaSchedule s;  // each request a list, longest first
+    std::vector<std::int32_t> order(static_cast<std::size_t>(b));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::int32_t x, std::int32_t y) { return cost(x) > cost(y); });
+    for (const std::int32_t i : order)
+      s.per_slot.push_back({{i, 0, static_cast<std::int32_t>(cost(i) - ov), -1}});
+    s.split_begin.assign(static_cast<std::size_t>(b), -1);
+    s.num_splits.assign(static_cast<std::size_t>(b), 1);
+    s.payload = largest;
+    return s;
+  }
   MlaSchedule s;
-  s.per_thread.resize(static_cast<std::size_t>(T));
+  s.per_slot.resize(static_cast<std::size_t>(T));
   s.split_begin.assign(static_cast<std::size_t>(b), -1);
   s.num_splits.assign(static_cast<std::size_t>(b), 0);
-  constexpr std::int64_t ov = kMlaSplitOverheadBlocks;
-  std::int64_t total = 0;
-  for (std::int64_t i = 0; i < b; ++i) total += ceil_div(std::max(0, seqlens[i]), kBlock) + ov;
   // Each thread but the last fills to within ov of the payload and carries at most one extra
   // overhead (the tail of a request cut at its start), so ceil(total/T) + 2 ov leaves the
   // last thread no more than the others.
@@ -105,7 +131,7 @@ MlaSchedule mla_schedule(const std::int32_t* seqlens, std::int64_t b, int thread
     for (auto& p : pieces) {
       const int owner = p.partial;
       p.partial = split ? s.num_partials++ : -1;
-      s.per_thread[static_cast<std::size_t>(owner)].push_back(p);
+      s.per_slot[static_cast<std::size_t>(owner)].push_back(p);
     }
   }
   return s;
@@ -369,10 +395,11 @@ void MlaDecoder::run(const MlaParams& p) {
   if (p.b == 0) return;
   const int T = impl_->threads;
   const MlaSchedule s = mla_schedule(p.seqlens, p.b, T);
-  ThreadPool::instance().run(T, [&](int tid, int) {
-    for (const MlaSplit& u : s.per_thread[static_cast<std::size_t>(tid)])
-      impl_->split(p, u, impl_->scratch[static_cast<std::size_t>(tid)]);
-  });
+  ThreadPool::instance().run_tasks(
+      T, static_cast<std::int64_t>(s.per_slot.size()), [&](std::int64_t slot, int tid) {
+        for (const MlaSplit& u : s.per_slot[static_cast<std::size_t>(slot)])
+          impl_->split(p, u, impl_->scratch[static_cast<std::size_t>(tid)]);
+      });
   if (s.num_partials > 0)
     ThreadPool::instance().run(T, [&](int tid, int) { impl_->combine(p, s, tid); });
 }

@@ -284,6 +284,19 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f) {
          p.m <= kDecodeMaxM;
 }
 
+double rough_ns(DType b_type, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const double mn = static_cast<double>(m), nn = static_cast<double>(n),
+               kk = static_cast<double>(k);
+  return nn * kk * static_cast<double>(dtype_size(b_type)) / 20.0 + 2.0 * mn * nn * kk / 150.0;
+}
+
+std::int64_t piece_cols(std::int64_t cols, int unit, double cell_ns) {
+  const auto pieces = static_cast<std::int64_t>(
+      std::clamp(cell_ns / kMinPieceNs, 1.0, static_cast<double>(kPiecesPerThread)));
+  const std::int64_t width = (cols + pieces - 1) / pieces;
+  return (width + unit - 1) / unit * unit;
+}
+
 std::int64_t decode_panel_bytes() {
   static const std::int64_t bytes = [] {  // once: every decode block asks
     const std::int64_t l1d = cpu_info().l1d_bytes;

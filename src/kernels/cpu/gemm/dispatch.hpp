@@ -189,4 +189,21 @@ const KernelFamily& family(Isa isa);      // isa must be concrete and supported
 const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
 std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")
 
+// A rough single-thread time (ns) of C[m, n] over k: the weight bytes at 20 GB/s plus the flops
+// at 150 GFLOP/s, conservative figures for one core of a current x86 CPU. It decides whether a
+// job is worth waking other threads for and how finely a thread's share is cut.
+double rough_ns(DType b_type, std::int64_t m, std::int64_t n, std::int64_t k);
+
+// A thread's cell of C on the decode and direct paths is cut along N into pieces that any free
+// thread claims, so that a thread slowed by other work on its core hands the rest of its share
+// to its partners instead of holding the region up (a static split runs at the pace of the
+// slowest core: 2x with one of two cores shared, against about 1.33x for a division that
+// rebalances). At most kPiecesPerThread pieces, none under kMinPieceNs of rough_ns, so that a
+// piece's claim and its pipeline's start stay well under a percent of it.
+inline constexpr int kPiecesPerThread = 4;
+inline constexpr double kMinPieceNs = 100e3;
+// The width of one piece of a cell of `cols` columns (whole `unit`-column tiles) whose
+// rough_ns is cell_ns.
+std::int64_t piece_cols(std::int64_t cols, int unit, double cell_ns);
+
 }  // namespace attain::gemm::detail

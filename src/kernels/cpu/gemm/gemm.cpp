@@ -1234,32 +1234,58 @@ void add_blocks(const Problem& pr, std::vector<Block>& out) {
     if (pr.slices <= 1) return out.push_back({&pr, m0, m1, n0, n1, -1, cost});
     for (int sl = 0; sl < pr.slices; ++sl) out.push_back({&pr, m0, m1, n0, n1, sl, cost});
   };
+  // A cell of the thread grid in pieces of `width` columns.
+  auto emit_pieces = [&](std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1,
+                         std::int64_t width, double cost_per_col) {
+    for (std::int64_t j = n0; j < n1; j += width) {
+      const std::int64_t j1 = std::min(n1, j + width);
+      emit(m0, m1, j, j1, cost_per_col * static_cast<double>(j1 - j));
+    }
+  };
+  // Pieces only where the region has threads to hand them to.
+  const bool shared = s.threads > 1;
   if (s.path == Path::direct) {  // the grid over C: panels of A^T by W tiles
     const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->direct_panel);
     const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->direct_rows);
-    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
-      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
-        const std::int64_t m1 = std::min(p.m, m0 + mchunk), n1 = std::min(p.n, n0 + nchunk);
-        emit(m0, m1, n0, n1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk);
-      }
+    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
+      const std::int64_t m1 = std::min(p.m, m0 + mchunk);
+      // Blocks that pack their own A^T panels (at_in_block) keep a cell whole: two pieces of one
+      // cell would pack the same panels.
+      const std::int64_t width =
+          shared && !pr.at_in_block
+              ? detail::piece_cols(nchunk, pr.fam->direct_rows,
+                                   detail::rough_ns(p.b_type, m1 - m0, nchunk, p.k))
+              : nchunk;
+      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk)
+        emit_pieces(m0, m1, n0, std::min(p.n, n0 + nchunk), width,
+                    2.0 * static_cast<double>(m1 - m0) * kk);
+    }
     return;
   }
   if (s.path == Path::decode) {
     const std::int64_t chunk = round_up(ceil_div(p.n, s.threads_n), detail::kDecodeRows);
-    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
-      const std::int64_t n1 = std::min(p.n, n0 + chunk);
-      emit(0, p.m, n0, n1, static_cast<double>(n1 - n0) * kk * (4.0 + static_cast<double>(p.m)));
-    }
+    const std::int64_t width = shared
+                                   ? detail::piece_cols(chunk, detail::kDecodeRows,
+                                                        detail::rough_ns(p.b_type, p.m, chunk, p.k))
+                                   : chunk;
+    emit_pieces(0, p.m, 0, p.n, width, kk * (4.0 + static_cast<double>(p.m)));
     return;
   }
+  // The packed path: each cell in its column blocks of at most the schedule's NC, equal and of
+  // whole NR panels (1056 columns as 544 + 512), the blocks packed_block would make: a piece
+  // packs what the cell's loop packs for it, so cutting there costs nothing.
   const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->mr);
   const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->nr);
   for (int tm = 0; tm < s.threads_m; ++tm)
     for (int tn = 0; tn < s.threads_n; ++tn) {
       const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
       const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
-      if (m0 < m1 && n0 < n1)
-        emit(m0, m1, n0, n1, 2.0 * static_cast<double>((m1 - m0) * (n1 - n0)) * kk);
+      if (m0 >= m1 || n0 >= n1) continue;
+      const std::int64_t width =
+          shared ? std::min<std::int64_t>(
+                       s.nc, round_up(ceil_div(n1 - n0, ceil_div(n1 - n0, s.nc)), pr.fam->nr))
+                 : n1 - n0;
+      emit_pieces(m0, m1, n0, n1, width, 2.0 * static_cast<double>(m1 - m0) * kk);
     }
 }
 
@@ -1267,15 +1293,6 @@ void run_block(const Block& b) {
   if (b.pr->s.path == Path::decode) return decode_block(*b.pr, b.n0, b.n1, b.slice);
   if (b.pr->s.path == Path::direct) return direct_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
   packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1, b.slice);
-}
-
-// A rough single-thread time (ns) of C[m, n] over k: the weight bytes at 20 GB/s plus the
-// flops at 150 GFLOP/s, conservative figures for one core of a current x86 CPU. It only
-// decides whether a job is worth waking other threads for.
-double rough_ns(DType b_type, std::int64_t m, std::int64_t n, std::int64_t k) {
-  const double mn = static_cast<double>(m), nn = static_cast<double>(n),
-               kk = static_cast<double>(k);
-  return nn * kk * static_cast<double>(dtype_size(b_type)) / 20.0 + 2.0 * mn * nn * kk / 150.0;
 }
 
 // Below these single-thread times a job runs on the caller alone: waking a sleeping worker
@@ -1494,7 +1511,8 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
   double work_ns = seq_ns;  // the job's own rough time, or its sequence's when larger
   if (seq_ns >= 0) {
     double own = 0;
-    for (const Problem& pr : bt.problems) own += rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
+    for (const Problem& pr : bt.problems)
+      own += detail::rough_ns(pr.p->b_type, pr.p->m, pr.p->n, pr.p->k);
     work_ns = std::max(seq_ns, own);
   }
   const int wanted = threads;
@@ -1746,7 +1764,7 @@ bool fuse_pays(const std::vector<Params>& items, int threads) {
   cost.clear();
   double total = 0;
   for (const Params& q : items)
-    if (q.m > 0 && q.n > 0) total += cost.emplace_back(rough_ns(q.b_type, q.m, q.n, q.k));
+    if (q.m > 0 && q.n > 0) total += cost.emplace_back(detail::rough_ns(q.b_type, q.m, q.n, q.k));
   if (cost.size() < 2 || threads < 2) return false;
   // The items dealt largest first to the least loaded thread, against all threads on each item
   // in turn plus a fork/join each.
@@ -1782,7 +1800,7 @@ void run(const Call& c) {
       (c.p.schedule.fuse_items == Fuse::automatic && !fuse_pays(items, call_threads(c)))) {
     // One region per item, each with all threads.
     double seq_ns = 0;  // the items follow each other: worth waking the workers for all
-    for (const Params& q : items) seq_ns += rough_ns(q.b_type, q.m, q.n, q.k);
+    for (const Params& q : items) seq_ns += detail::rough_ns(q.b_type, q.m, q.n, q.k);
     for (const Params& q : items) gemm_in(q, seq_ns);
     return;
   }
