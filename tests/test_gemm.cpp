@@ -1409,6 +1409,52 @@ TEST(Gemm, SixteenBitCRoundedByTheDirectKernel) {
               }
 }
 
+// Every schedule field has a range; the engine refuses a schedule outside it before it runs, and
+// parse_schedule refuses to read one (naming the field, the value and the range, and quoting at
+// most 80 characters of a field it cannot read).
+TEST(Gemm, ScheduleFieldsOutsideTheirRangesAreRefused) {
+  auto refused = [](const std::string& text, const std::string& says) {
+    try {
+      parse_schedule(text);
+      ADD_FAILURE() << text << " was read";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_LT(std::string(e.what()).size(), 140u) << e.what();
+    }
+  };
+  refused("nc=2147483647", "nc=2147483647 outside 0..65536");
+  refused("mc=65537", "mc=65537 outside 0..65536");
+  refused("kc=99999999999", "bad field 'kc=99999999999'");
+  refused("grid=1000x1000", "grid 1000x1000 has more than 1024 blocks");
+  refused("grid=0x5", "grid needs both");
+  refused("grid=2000x1", "outside 0..1024");
+  refused("stages=99", "stages=99 outside");
+  refused("split_k=5000", "split_k=5000 outside");
+  refused("k_tile=100", "not a multiple of 128");
+  refused("mc=" + std::string(5000, '9'), "...'");
+  EXPECT_NO_THROW(parse_schedule("mc=65536 nc=65536 kc=65536 grid=32x32 stages=4"));
+
+  std::vector<float> a(64 * 64, 1.0f), w(64 * 64, 1.0f), c(64 * 64);
+  Params p;
+  p.a = a.data(), p.b = w.data(), p.c = c.data();
+  p.m = p.n = p.k = 64;
+  for (auto set : {+[](Schedule& s) { s.nc = 1 << 20; }, +[](Schedule& s) { s.mc = -1; },
+                   +[](Schedule& s) { s.stages = 99; }}) {
+    p.schedule = Schedule{};
+    set(p.schedule);
+    EXPECT_THROW(gemm(p), std::invalid_argument);
+  }
+  p.schedule = Schedule{};
+  p.threads = 100000;
+  EXPECT_THROW(gemm(p), std::invalid_argument);
+  // The largest blocks run, on a small problem, without packing more than it has.
+  p.threads = 1;
+  p.schedule.path = Path::packed;
+  p.schedule.mc = p.schedule.nc = p.schedule.kc = kMaxCacheBlock;
+  gemm(p);
+  for (float v : c) ASSERT_EQ(v, 64.0f);
+}
+
 TEST(Gemm, EmptyAndKZero) {
   Params p;
   p.m = 0;

@@ -230,6 +230,62 @@ TEST_F(TuneCacheDir, SchedulerSources) {
   EXPECT_NE(s.choose(c, m).schedule.path, gemm::Path::decode);
 }
 
+// Tuning-cache entries are input from a file: a schedule outside the engine's ranges (a cache
+// block of 2^31 - 1 overflowed the blocking arithmetic: SIGFPE, or a hang), or a grid that
+// does not make the key's threads, is dropped when the cache is read, with one warning, never
+// run; `tune` measures the op again, and the next save removes it from the file.
+TEST_F(TuneCacheDir, HostileEntriesAreDroppedNeverRun) {
+  const fs::path file = dir_ / "tuning.json";
+  RunOptions opt;
+  opt.threads = 1;
+  auto key_for = [&](const std::string& spec) {
+    TensorSet set(Op::parse(spec));
+    return tune::key_of(backends::gemm_call(set, opt));
+  };
+  const std::vector<std::pair<std::string, std::string>> entries = {
+      {"gemm:m=64,n=64,k=128,dtype=fp32", "path=packed nc=2147483647"},
+      {"gemm:m=64,n=64,k=136,dtype=fp32", "path=packed mc=2147483647 nc=2147483647 kc=2147483647"},
+      {"gemm:m=64,n=64,k=144,dtype=fp32", "path=packed mc=2147483647"},
+      {"gemm:m=64,n=64,k=152,dtype=fp32", "path=packed grid=1000x1000"},
+      {"gemm:m=64,n=64,k=160,dtype=fp32", "path=packed grid=0x5"},
+      {"gemm:m=64,n=64,k=168,dtype=fp32", "path=packed stages=99"},
+      {"gemm:m=64,n=64,k=176,dtype=fp32", "path=packed threads=4"},
+      {"gemm:m=64,n=64,k=184,dtype=fp32", "path=packed mc=96 nc=64 kc=128"},  // the good one
+  };
+  {
+    tune::Cache raw(file, tune::current_identity(gemm::isa_name(gemm::detected_isa())));
+    for (const auto& [spec, best] : entries) {
+      tune::Entry e;
+      e.key = key_for(spec);
+      e.best = best;
+      raw.put(e);
+    }
+    raw.save();
+  }
+  tune::Scheduler s(file);
+  EXPECT_EQ(s.cache().size(), 1u);
+  EXPECT_NE(s.cache().last_warning().find("7 entries dropped"), std::string::npos)
+      << s.cache().last_warning();
+  EXPECT_NE(s.cache().last_warning().find("nc=2147483647 outside 0..65536"), std::string::npos)
+      << s.cache().last_warning();
+  const auto m = test_machine(1);
+  for (const auto& [spec, best] : entries) {
+    TensorSet set(Op::parse(spec));
+    fill_inputs(set, 3);
+    gemm::Call c = backends::gemm_call(set, opt);
+    const tune::Scheduler::Choice ch = s.choose(c, m);
+    EXPECT_NO_THROW(gemm::check_schedule_ranges(ch.schedule)) << spec;
+    c.p.schedule = ch.schedule;
+    gemm::run(c);
+    EXPECT_TRUE(verify(set).ok) << spec;
+  }
+  // Saving rewrites the file without them.
+  s.cache().save();
+  tune::Cache reread(file, tune::current_identity(gemm::isa_name(gemm::detected_isa())));
+  EXPECT_EQ(reread.load(), "");
+  EXPECT_EQ(reread.size(), 1u);
+}
+
 TEST_F(TuneCacheDir, TuneOpsStoresEveryTrialAndSkipsCached) {
   tune::Scheduler s(dir_ / "tuning.json");
   tune::TuneConfig cfg;

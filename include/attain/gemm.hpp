@@ -79,6 +79,15 @@ struct Schedule {
   bool operator==(const Schedule&) const = default;
 };
 
+// The range of every schedule field (0 is always "automatic"). The engine refuses a schedule
+// outside them before it runs, and parse_schedule refuses to read one: a tuning-cache entry is
+// input from a file, and a cache block of 2^31 columns overflows the blocking arithmetic.
+inline constexpr int kMaxCacheBlock = 1 << 16;    // mc, nc, kc (the tables use up to 8192)
+inline constexpr int kMaxScheduleThreads = 1024;  // threads, threads_m, threads_n, split_k
+inline constexpr int kMaxDecodeKTile = 1 << 20;
+// Throws std::invalid_argument naming the first field outside its range, and the range.
+void check_schedule_ranges(const Schedule& s);
+
 // Text form of a schedule, the one the tuning cache and `attain tune --explain` show:
 // "path=decode isa=avx512 mc=144 nc=864 kc=256 threads=2 grid=1x2 k_tile=1024 split_k=1
 // stages=2 fuse=0 swap=0". parse_schedule reads it back (fields may be omitted: automatic) and

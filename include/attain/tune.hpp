@@ -79,6 +79,12 @@ struct SearchResult {
 // Runs the call repeatedly (it must be bound to real buffers; outputs are overwritten).
 SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt);
 
+// Why a tuning-cache entry may not run for its key ("" if it may): a schedule field outside its
+// range (gemm::check_schedule_ranges), text this build cannot read, or a thread grid that does
+// not make the key's threads. The Scheduler drops such entries when it reads the cache, so they
+// are never run and `attain tune` measures their ops again.
+std::string entry_fault(const Entry& e);
+
 // The run-time choice. Thread-safe; one per process is enough (instance()).
 class Scheduler {
  public:

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -76,6 +77,12 @@ class Cache {
   // is well) and starts empty. The caller decides whether to print it; last_warning() keeps it.
   std::string load();
   const std::string& last_warning() const { return warning_; }
+  // What makes an entry unusable ("" if nothing does): entries it rejects are dropped when the
+  // file is read (load(), and the re-read of save(), so the next save removes them from the
+  // file), with one warning naming the first. The cache itself treats schedules as opaque
+  // text; its user (tune::Scheduler) knows what a valid one is.
+  using Validator = std::function<std::string(const Entry&)>;
+  void validate_with(Validator v) { validator_ = std::move(v); }
 
   // Exact match; O(1) (hash map). nullptr on a miss.
   const Entry* find(const Key& k) const;
@@ -108,6 +115,7 @@ class Cache {
   std::filesystem::path file_;
   Identity id_;
   std::string warning_;
+  Validator validator_;
   std::unordered_map<Key, Entry, KeyHash> map_;
   std::unordered_set<Key, KeyHash> dirty_;  // put() since the last load()/save()
   // nearest(): entries grouped by everything but (m, n, k). Entry nodes of map_ never move.

@@ -215,8 +215,9 @@ struct FileContents {
   std::string warning;  // empty: the file was missing or compatible and well formed
 };
 
-// Reads and checks the whole file; any fault gives a warning and no entries.
-FileContents read_file(const fs::path& p, const Identity& id) {
+// Reads and checks the whole file; any fault gives a warning and no entries. Entries `fault`
+// finds a reason against are dropped, with one warning for them all.
+FileContents read_file(const fs::path& p, const Identity& id, const Cache::Validator& fault) {
   FileContents out;
   int err = 0;
   const auto text = read_all(p, err);
@@ -241,13 +242,27 @@ FileContents read_file(const fs::path& p, const Identity& id) {
     }
     const json& entries = field(j, "entries");
     if (!entries.is_array()) throw FormatError("field 'entries' is not an array");
+    std::size_t dropped = 0;
+    std::string first;
     for (std::size_t i = 0; i < entries.size(); ++i) {
+      Entry e;
       try {
-        out.entries.push_back(entry_from_json(entries[i]));
-      } catch (const FormatError& e) {
-        throw FormatError(fmt::format("entry {}: {}", i, e.what()));
+        e = entry_from_json(entries[i]);
+      } catch (const FormatError& x) {
+        throw FormatError(fmt::format("entry {}: {}", i, x.what()));
       }
+      if (std::string why = fault ? fault(e) : std::string(); !why.empty()) {
+        if (dropped++ == 0) first = fmt::format("{}: {}", e.key.str(), why);
+        continue;
+      }
+      out.entries.push_back(std::move(e));
     }
+    if (dropped > 0)
+      out.warning = fmt::format(
+          "tuning cache {}: {} entr{} dropped, never run (first: {}); `attain tune` measures {} "
+          "again",
+          p.string(), dropped, dropped == 1 ? "y" : "ies", first,
+          dropped == 1 ? "its op" : "their ops");
   } catch (const std::exception& e) {  // json::exception (syntax, truncation) or FormatError
     out.entries.clear();
     out.warning =
@@ -339,7 +354,7 @@ fs::path Cache::default_path() {
 Cache::Cache(fs::path file, Identity id) : file_(std::move(file)), id_(std::move(id)) {}
 
 std::string Cache::load() {
-  FileContents got = read_file(file_, id_);
+  FileContents got = read_file(file_, id_, validator_);
   map_.clear(), dirty_.clear(), classes_.clear();
   for (Entry& e : got.entries) {
     Key k = e.key;
@@ -428,7 +443,7 @@ void Cache::save() {
 
   // Merge: keys put() here since the last load()/save() win; for every other key the file's
   // version (maybe newer, from another process) wins. A corrupt or incompatible file is dropped.
-  FileContents on_disk = read_file(file_, id_);
+  FileContents on_disk = read_file(file_, id_, validator_);
   for (Entry& e : on_disk.entries) {
     if (dirty_.contains(e.key)) continue;
     const auto it = map_.find(e.key);

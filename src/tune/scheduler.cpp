@@ -49,8 +49,27 @@ std::string_view source_name(Scheduler::Source s) {
   return "?";
 }
 
+std::string entry_fault(const Entry& e) {
+  gemm::Schedule s;
+  try {
+    s = gemm::parse_schedule(e.best);
+  } catch (const std::invalid_argument& x) {
+    return x.what();
+  }
+  if (s.threads > e.key.threads)
+    return fmt::format("schedule threads={} above the key's {}", s.threads, e.key.threads);
+  const int region = s.threads != 0 ? s.threads : e.key.threads;
+  const int grid = s.threads_m * s.threads_n;
+  const bool fused = e.key.items > 1 && s.fuse_items != gemm::Fuse::off;
+  if (!fused && grid != 0 && grid != region && grid * std::max(s.split_k, 1) != region)
+    return fmt::format("grid {}x{} (split_k {}) does not make {} threads", s.threads_m, s.threads_n,
+                       s.split_k, region);
+  return {};
+}
+
 Scheduler::Scheduler(std::filesystem::path cache_file)
     : cache_(std::move(cache_file), current_identity(gemm::isa_name(gemm::detected_isa()))) {
+  cache_.validate_with(entry_fault);
   const std::string warning = cache_.load();
   if (!warning.empty()) fmt::print(stderr, "attain: tuning cache: {}\n", warning);
 }
@@ -106,7 +125,7 @@ Scheduler::Choice Scheduler::choose_uncached(const gemm::Call& c, const Machine&
   const Key k = key_of(c);
   const Entry* exact = cache_.find(k);
   for (const Entry* e : {exact, cache_.nearest(k)}) {
-    if (e == nullptr) continue;
+    if (e == nullptr || !entry_fault(*e).empty()) continue;
     try {
       const gemm::Schedule s = gemm::parse_schedule(e->best);
       if (usable(c, s)) return {s, e == exact ? Source::tuned : Source::nearest};

@@ -467,7 +467,8 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const int MR = f.mr, NR = f.nr;
   const std::int64_t k0 = slice < 0 ? 0 : slice * pr.kslice;
   const std::int64_t K = (slice < 0 ? p.k : std::min(p.k, k0 + pr.kslice)) - k0;
-  const std::int64_t KC = pr.s.kc, MC = pr.s.mc;
+  // (MC past the block's rows packs no more of A: the buffers are sized by the rows.)
+  const std::int64_t KC = pr.s.kc, MC = std::min<std::int64_t>(pr.s.mc, round_up(m1 - m0, MR));
   // Columns in equal blocks of at most the schedule's NC (whole NR panels): 1056 columns as 544 +
   // 512, not 1024 + 32 - a block of 32 columns packs all of A for them (1024 x 2112 x 7168 fp32
   // at 2 threads, each thread's 1056 columns).
@@ -821,23 +822,23 @@ void check(const Params& p, bool fused) {
     if (!is_op_dtype(t)) fail(fmt::format("input dtype {} not supported", dtype_name(t)));
   if (p.c_type != DType::f32 && p.c_type != DType::bf16 && p.c_type != DType::f16)
     fail(fmt::format("output dtype {} not supported (fp32, bf16, fp16)", dtype_name(p.c_type)));
-  if (p.threads < 1) fail("threads < 1");
+  if (p.threads < 1 || p.threads > kMaxScheduleThreads)
+    fail(fmt::format("threads={} outside 1..{}", p.threads, kMaxScheduleThreads));
   if (p.stages < 1 || p.stages > tile::kMaxStages)
     fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
   const Schedule& s = p.schedule;
   if (s.isa != Isa::automatic && !isa_supported(s.isa))
     fail(fmt::format("isa {} not supported by this CPU", isa_name(s.isa)));
-  if (s.mc < 0 || s.nc < 0 || s.kc < 0 || s.threads_m < 0 || s.threads_n < 0 ||
-      s.decode_k_tile < 0 || s.threads < 0 || s.split_k < 0 || s.stages < 0)
-    fail("negative schedule field");
+  try {
+    check_schedule_ranges(s);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
   if (s.threads > p.threads) fail("schedule threads > Params::threads");
-  if (s.stages > tile::kMaxStages) fail(fmt::format("stages must be 1..{}", tile::kMaxStages));
   const int region = s.threads != 0 ? s.threads : p.threads;
   const int grid = s.threads_m * s.threads_n;
   if (!fused && grid != 0 && grid != region && grid * std::max(s.split_k, 1) != region)
     fail("threads_m * threads_n (times split_k) must equal threads");
-  if ((s.threads_m == 0) != (s.threads_n == 0)) fail("threads_m and threads_n: set both or none");
-  if (s.decode_k_tile % kFp8Block != 0) fail("decode_k_tile must be a multiple of 128");
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && !detail::decode_ok(p, s.swap))
     fail(s.swap
@@ -1564,10 +1565,35 @@ std::string to_string(const Schedule& s) {
       order_name(s.order));
 }
 
+void check_schedule_ranges(const Schedule& s) {
+  auto in = [](std::string_view field, int v, int hi) {
+    if (v < 0 || v > hi)
+      throw std::invalid_argument(fmt::format("schedule: {}={} outside 0..{}", field, v, hi));
+  };
+  in("mc", s.mc, kMaxCacheBlock);
+  in("nc", s.nc, kMaxCacheBlock);
+  in("kc", s.kc, kMaxCacheBlock);
+  in("threads", s.threads, kMaxScheduleThreads);
+  in("grid (threads_m)", s.threads_m, kMaxScheduleThreads);
+  in("grid (threads_n)", s.threads_n, kMaxScheduleThreads);
+  in("split_k", s.split_k, kMaxScheduleThreads);
+  in("k_tile", s.decode_k_tile, kMaxDecodeKTile);
+  in("stages", s.stages, tile::kMaxStages);
+  if (s.threads_m * s.threads_n > kMaxScheduleThreads)  // (each at most 1024: no overflow)
+    throw std::invalid_argument(fmt::format("schedule: grid {}x{} has more than {} blocks",
+                                            s.threads_m, s.threads_n, kMaxScheduleThreads));
+  if ((s.threads_m == 0) != (s.threads_n == 0))
+    throw std::invalid_argument("schedule: grid needs both threads_m and threads_n, or neither");
+  if (s.decode_k_tile % kFp8Block != 0)
+    throw std::invalid_argument(
+        fmt::format("schedule: k_tile={} is not a multiple of {}", s.decode_k_tile, kFp8Block));
+}
+
 Schedule parse_schedule(std::string_view text) {
   Schedule s;
-  auto bad = [](std::string_view what) {
-    throw std::invalid_argument("schedule: bad field '" + std::string(what) + "'");
+  auto bad = [](std::string_view what) {  // quoting at most 80 characters of it
+    throw std::invalid_argument(fmt::format("schedule: bad field '{}{}'", what.substr(0, 80),
+                                            what.size() > 80 ? "..." : ""));
   };
   auto to_int = [&](std::string_view field, std::string_view v) {
     int x = 0;
@@ -1628,6 +1654,7 @@ Schedule parse_schedule(std::string_view text) {
       bad(field);
     }
   }
+  check_schedule_ranges(s);
   return s;
 }
 
