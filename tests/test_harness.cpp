@@ -1,5 +1,7 @@
 // Verification, results files, aggregates, timing.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "attain/bench.hpp"
+#include "attain/files.hpp"
 #include "attain/results.hpp"
 #include "attain/verify.hpp"
 
@@ -131,6 +134,59 @@ TEST(Fill, DataDependOnTheSeedNotOnTheRanges) {
       }
     }
   }
+}
+
+// Files read are regular files under a size limit; files written appear whole or not at all,
+// and a failed write leaves no temp file beside its target.
+TEST(Files, BoundedReadsAndAtomicWrites) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("attain-files-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Written (the parent made), read back, overwritten whole.
+  write_file_atomic(dir / "a" / "b.txt", "hello");
+  EXPECT_EQ(read_input_file(dir / "a" / "b.txt", 5, "test file"), "hello");
+  write_file_atomic(dir / "a" / "b.txt", "hi");
+  EXPECT_EQ(read_input_file(dir / "a" / "b.txt", 5, "test file"), "hi");
+  EXPECT_NE(message([&] {
+              read_input_file(dir / "a" / "b.txt", 1, "test file");
+            }).find("is 2 bytes, over the limit of 1 bytes"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              read_input_file("/dev/zero", 1 << 20, "test file");
+            }).find("'/dev/zero' is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message([&] { read_input_file(dir, 1 << 20, "test file"); }).find("not a regular file"),
+            std::string::npos);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);  // opened without waiting for a writer
+  EXPECT_NE(message([&] {
+              read_input_file(dir / "fifo", 1 << 20, "test file");
+            }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              read_input_file(dir / "none", 1 << 20, "test file");
+            }).find("cannot read test file"),
+            std::string::npos);
+  // A target that is a directory, or in a directory that cannot be written: refused, no temp.
+  EXPECT_NE(message([&] { write_file_atomic(dir / "a", "x"); }).find("it is a directory"),
+            std::string::npos);
+  if (::geteuid() != 0) {  // (root writes anywhere)
+    fs::create_directories(dir / "ro");
+    fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_NE(message([&] { write_file_atomic(dir / "ro" / "f", "x"); }).find("cannot write"),
+              std::string::npos);
+    fs::permissions(dir / "ro", fs::perms::owner_all);
+  }
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  fs::remove_all(dir);
 }
 
 TEST(Results, RoundTripAndSchemaErrors) {

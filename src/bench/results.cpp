@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "attain/files.hpp"
 #include "device/probe.hpp"
 
 namespace attain {
@@ -214,25 +215,14 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
 }
 
 void write_results(const std::filesystem::path& file, const ResultsFile& f) {
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  const auto tmp = file.string() + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(fmt::format("cannot write '{}'", file.string()));
-    out << to_json(f).dump(1) << "\n";
-    if (!out) throw InputError(fmt::format("error writing '{}'", file.string()));
-  }
-  std::filesystem::rename(tmp, file);
+  write_file_atomic(file, to_json(f).dump(1) + "\n");
 }
 
 ResultsFile read_results(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("cannot read results file '{}'", file.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_file(file, kMaxResultsBytes, "results file");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }

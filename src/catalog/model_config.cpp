@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "attain/catalog.hpp"
+#include "attain/files.hpp"
 
 namespace attain {
 
@@ -148,11 +149,8 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
 }
 
 ModelConfig load_model_config(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("cannot read model config '{}'", file.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ModelConfig c = parse_model_config(ss.str(), file.string());
+  ModelConfig c =
+      parse_model_config(read_input_file(file, kMaxConfigBytes, "model config"), file.string());
   c.name = file.stem().string();
   return c;
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "attain/catalog.hpp"
+#include "attain/files.hpp"
 #include "attain/op.hpp"
 #include "attain/results.hpp"
 #include "cli/commands.hpp"
@@ -215,15 +216,7 @@ ojson inputs_json(const Opts& o, const TrainingSetup& s, const SimConfig& c) {
 }
 
 void emit(const ojson& j, const std::string& text, const Opts& o) {
-  if (!o.out.empty()) {
-    const std::string tmp = o.out + ".tmp";
-    {
-      std::ofstream f(tmp);
-      if (!f) throw InputError(fmt::format("cannot write {}", o.out));
-      f << j.dump(2) << "\n";
-    }
-    std::rename(tmp.c_str(), o.out.c_str());
-  }
+  if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
   if (o.json)
     std::cout << j.dump(2) << "\n";
   else

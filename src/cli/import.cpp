@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "attain/files.hpp"
 #include "attain/report.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
@@ -33,14 +34,11 @@ const bool registered = add_command([](CLI::App& app) {
       throw InputError("attain import needs -o/--out RESULTS.json (or --json)");
     if (o->backend.empty()) throw InputError("--backend must not be empty");
     const DeviceSpec dev = load_device(o->device);
-    std::ifstream in(o->file, std::ios::binary);
-    if (!in) throw InputError(fmt::format("cannot read CSV file '{}'", o->file));
-    std::stringstream ss;
-    ss << in.rdbuf();
+    const std::string csv = read_input_file(o->file, kMaxResultsBytes, "CSV file");
     ImportOptions opt;
     opt.backend = o->backend;
     opt.origin = o->file;
-    ImportOutcome res = import_csv(ss.str(), dev, opt);
+    ImportOutcome res = import_csv(csv, dev, opt);
     for (const auto& s : res.skipped)
       fmt::print(stderr, "{}: line {}: skipped: {}\n", o->file, s.line, s.message);
     for (const auto& w : res.warnings)

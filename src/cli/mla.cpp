@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -19,6 +18,7 @@
 #include "attain/device.hpp"
 #include "attain/verify.hpp"
 #include "cli/commands.hpp"
+#include "cli/util.hpp"
 
 namespace attain::cli {
 namespace {
@@ -251,11 +251,7 @@ int run(const Args& a) {
   j["speedup_vs_separate_kv"] = s1 ? nlohmann::json(*s1) : nlohmann::json(nullptr);
   j["speedup_vs_naive"] = s2 ? nlohmann::json(*s2) : nlohmann::json(nullptr);
 
-  if (!a.out.empty()) {
-    std::ofstream f(a.out);
-    if (!f) throw InputError("mla: cannot write " + a.out);
-    f << j.dump(2) << "\n";
-  }
+  if (!a.out.empty()) write_text_file(a.out, j.dump(2) + "\n");
   if (a.json) {
     fmt::print("{}\n", j.dump(2));
   } else {

@@ -10,19 +10,12 @@
 #include <iostream>
 #include <map>
 
+#include "attain/files.hpp"
+
 namespace attain::cli {
 
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  const std::string tmp = path + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError(fmt::format("cannot write '{}'", path));
-    f << text;
-    if (!f) throw InputError(fmt::format("error writing '{}'", path));
-  }
-  std::filesystem::rename(tmp, p);
+  write_file_atomic(path, text);
 }
 
 void emit_json(const nlohmann::json& j, const std::string& out, bool to_stdout) {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "attain/cluster.hpp"
+#include "attain/files.hpp"
 #include "attain/op.hpp"
 
 namespace attain::cluster {
@@ -174,16 +175,14 @@ FailureTable load_failure_table(std::string_view name_or_path) {
   }
   fs::path p(name_or_path);
   if (!fs::exists(p)) p = failures_dir() / (std::string(name_or_path) + ".json");
-  std::ifstream in(p);
-  if (!in) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
     std::string known;
     for (const auto& n : bundled_failure_tables()) known += (known.empty() ? "" : ", ") + n;
     throw InputError(fmt::format("unknown failure table \"{}\" (bundled: {}, none; or a JSON file)",
                                  name_or_path, known));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_failure_table(ss.str(), p.string());
+  return parse_failure_table(read_input_file(p, kMaxConfigBytes, "failure table"), p.string());
 }
 
 double young_interval(double delta, double mtbf) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "attain/device.hpp"
+#include "attain/files.hpp"
 #include "device/probe.hpp"
 
 namespace attain {
@@ -73,11 +74,7 @@ std::filesystem::path devices_dir() {
 }
 
 std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  if (!f) throw InputError(fmt::format("cannot read {}", p.string()));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_input_file(p, kMaxConfigBytes, "device file");
 }
 
 std::vector<std::filesystem::path> device_files() {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "attain/files.hpp"
 #include "device/probe_kernels.hpp"
 
 namespace attain {
@@ -487,12 +488,10 @@ void warn(const std::string& msg) {
 
 // The cache file's entries; empty (with a warning) when it is unreadable or corrupt.
 nlohmann::json read_entries(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  if (!f) return nlohmann::json::object();
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nlohmann::json::object();
   try {
-    auto j = nlohmann::json::parse(ss.str());
+    auto j = nlohmann::json::parse(read_input_file(path, kMaxConfigBytes, "probe cache"));
     if (!j.is_object() || j.value("schema", "") != kCacheSchema || !j.contains("entries") ||
         !j["entries"].is_object())
       throw InputError(fmt::format("not an {} file", kCacheSchema));
@@ -504,20 +503,12 @@ nlohmann::json read_entries(const std::filesystem::path& path) {
 }
 
 void write_entries(const std::filesystem::path& path, const nlohmann::json& entries) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  // Write a temporary file and rename it, so a reader never sees half a file.
-  const auto tmp = path.string() + fmt::format(".tmp{}", static_cast<long>(getpid()));
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << nlohmann::json{{"schema", kCacheSchema}, {"entries", entries}}.dump(2) << "\n";
-    if (!f) {
-      warn(fmt::format("cannot write the probe cache {}", tmp));
-      return;
-    }
+  try {
+    write_file_atomic(
+        path, nlohmann::json{{"schema", kCacheSchema}, {"entries", entries}}.dump(2) + "\n");
+  } catch (const InputError& e) {
+    warn(fmt::format("probe cache not saved: {}", e.what()));
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) warn(fmt::format("cannot write the probe cache {}: {}", path.string(), ec.message()));
 }
 
 }  // namespace

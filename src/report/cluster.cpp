@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "attain/files.hpp"
 #include "attain/report.hpp"
 
 namespace attain {
@@ -253,14 +254,11 @@ ClusterSweep cluster_sweep_from_json(const json& j, std::string_view origin) {
 
 void read_report_file(const std::filesystem::path& file, const std::string& label,
                       ReportFiles& into) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("cannot read '{}'", file.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_file(file, kMaxResultsBytes, "report input");
   const std::string origin = file.string();
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
   }

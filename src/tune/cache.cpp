@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pwd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <utility>
 
 #include "attain/device.hpp"
+#include "attain/files.hpp"
 #include "attain/tune_cache.hpp"
 #include "device/probe.hpp"
 
@@ -60,11 +62,18 @@ struct Fd {
   }
 };
 
-// The whole file; nullopt with `err` set when it cannot be read (ENOENT: it does not exist).
+// The whole file; nullopt with `err` set when it cannot be read (ENOENT: it does not exist;
+// EINVAL: not a regular file; EFBIG: over kMaxResultsBytes).
 std::optional<std::string> read_all(const fs::path& p, int& err) {
-  Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (f.fd < 0) {
     err = errno;
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) > kMaxResultsBytes) {
+    err = !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
     return std::nullopt;
   }
   std::string text;

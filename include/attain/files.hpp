@@ -1,0 +1,30 @@
+// Reading and writing the files attain takes from users and gives back: one place for the
+// rules. A file read is a regular file under a size limit (a config pointed at /dev/zero or a
+// FIFO must not grow memory without end); a file written appears whole or not at all (a temp
+// file in the same directory, synced, renamed over the target; removed on every error).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace attain {
+
+// The size limits of the files attain reads.
+inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t{16} << 20;  // configs, device files
+inline constexpr std::uint64_t kMaxResultsBytes = std::uint64_t{512}
+                                                  << 20;  // results, CSV, cluster
+
+// The whole of file `p`, a regular file of at most `limit` bytes. Throws InputError naming it
+// as `what` (e.g. "results file") and the reason: missing, not a regular file, too large,
+// unreadable.
+std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
+                            std::string_view what);
+
+// Writes `text` to `p` atomically: a temp file "<p>.tmp<pid>" beside it, fsync, rename over
+// `p`. Creates the parent directories. Throws InputError naming `p` and the reason (a target
+// that is a directory included); the temp file never stays behind.
+void write_file_atomic(const std::filesystem::path& p, std::string_view text);
+
+}  // namespace attain

@@ -1,0 +1,92 @@
+#include "attain/files.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "attain/op.hpp"
+
+namespace attain {
+
+namespace {
+std::string errno_text(int e) {
+  return std::error_code(e, std::generic_category()).message();
+}
+std::string size_text(std::uint64_t bytes) {
+  return bytes >= (1u << 20) ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} bytes", bytes);
+}
+
+// Closes a descriptor when the scope ends.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
+
+std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
+                            std::string_view what) {
+  const std::string name = p.string();
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the type check below refuses it.
+  Fd f{::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (f.fd < 0)
+    throw InputError(fmt::format("cannot read {} '{}': {}", what, name, errno_text(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0)
+    throw InputError(fmt::format("cannot read {} '{}': {}", what, name, errno_text(errno)));
+  if (!S_ISREG(st.st_mode))
+    throw InputError(fmt::format("{} '{}' is not a regular file", what, name));
+  if (static_cast<std::uint64_t>(st.st_size) > limit)
+    throw InputError(fmt::format("{} '{}' is {}, over the limit of {}", what, name,
+                                 size_text(static_cast<std::uint64_t>(st.st_size)),
+                                 size_text(limit)));
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(f.fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw InputError(fmt::format("cannot read {} '{}': {}", what, name, errno_text(errno)));
+    if (n == 0) break;  // shrank while read: what is there
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
+  const std::string name = p.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec))
+    throw InputError(fmt::format("cannot write '{}': it is a directory", name));
+  if (p.has_parent_path()) {
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) throw InputError(fmt::format("cannot write '{}': {}", name, ec.message()));
+  }
+  const std::string tmp = name + fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  auto fail = [&](int e) {
+    ::unlink(tmp.c_str());
+    throw InputError(fmt::format("cannot write '{}': {}", name, errno_text(e)));
+  };
+  {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) throw InputError(fmt::format("cannot write '{}': {}", name, errno_text(errno)));
+    std::size_t put = 0;
+    while (put < text.size()) {
+      const ssize_t n = ::write(f.fd, text.data() + put, text.size() - put);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(errno);
+      put += static_cast<std::size_t>(n);
+    }
+    if (::fsync(f.fd) != 0) fail(errno);
+  }
+  if (::rename(tmp.c_str(), name.c_str()) != 0) fail(errno);
+}
+
+}  // namespace attain

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Hostile input: endless, special and oversized files, outputs that name a directory, tuning-cache
+# entries the engine must not run. Each case: a clear error (exit 2) or a warning, no hang, no
+# temp file left behind.
+source "$(dirname "$0")/lib.sh"
+T="timeout 60"
+
+# Files that are not regular files, or too large, are refused before they are read.
+expect_error 2 "is not a regular file" -- $T "$ATTAIN" catalog --model /dev/zero --summary
+expect_error 2 "is not a regular file" -- $T "$ATTAIN" report /dev/zero -o "$TMP/r.html"
+expect_error 2 "is not a regular file" -- $T "$ATTAIN" compare /dev/zero /dev/zero
+expect_error 2 "is not a regular file" -- $T "$ATTAIN" import /dev/zero --device h100-sxm -o "$TMP/i.json"
+mkfifo "$TMP/fifo"
+expect_error 2 "is not a regular file" -- $T "$ATTAIN" catalog --model "$TMP/fifo" --summary
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' > "$TMP/big.json"
+expect_error 2 "over the limit of 16 MiB" -- $T "$ATTAIN" catalog --model "$TMP/big.json" --summary
+rm -f "$TMP/big.json"
+expect_error 2 "cannot read model config" -- $T "$ATTAIN" catalog --model "$TMP/missing.json" --summary
+
+# An output that names a directory: refused, and nothing beside it.
+mkdir -p "$TMP/outdir"
+expect_error 2 "it is a directory" -- $T "$ATTAIN" catalog --op gemm:m=1,n=8,k=8,dtype=fp32 --out "$TMP/outdir"
+$T "$ATTAIN" bench --op gemm:m=1,n=8,k=64,dtype=fp32 --backend attain --threads 1 --max-seconds 0.01 \
+  --no-progress --no-recheck --out "$TMP/res.json" > /dev/null
+expect_error 2 "it is a directory" -- $T "$ATTAIN" report "$TMP/res.json" -o "$TMP/outdir"
+expect_error 2 "it is a directory" -- $T "$ATTAIN" cluster --days 1 --out "$TMP/outdir"
+leftovers=$(find "$TMP" -name "*.tmp*" | head -5)
+[ -z "$leftovers" ] || fail "temp files left behind: $leftovers"
+
+# A tuning-cache entry outside the engine's ranges (it crashed with SIGFPE, or hung): dropped with
+# a warning, never run; the op runs on the model's schedule and verifies.
+export ATTAIN_TUNE_CACHE="$TMP/tuning.json"
+$T "$ATTAIN" tune --op gemm:m=64,n=64,k=128,dtype=fp32 --threads 1 --budget 0.2 --no-progress > /dev/null
+python3 - "$ATTAIN_TUNE_CACHE" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["entries"][0]["best"] = "path=packed mc=2147483647 nc=2147483647 kc=2147483647"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+$T "$ATTAIN" bench --op gemm:m=64,n=64,k=128,dtype=fp32 --backend attain:auto --threads 1 --no-tune \
+  --max-seconds 0.01 --no-progress --no-recheck --json > "$TMP/auto.json" 2> "$TMP/auto.err" ||
+  fail "bench with a hostile cache entry: $(cat "$TMP/auto.err")"
+grep -q "1 entry dropped, never run" "$TMP/auto.err" || fail "no warning: $(cat "$TMP/auto.err")"
+[ "$(json_get "$TMP/auto.json" "d['results'][0]['status']")" = ok ] || fail "the op did not run"
+$T "$ATTAIN" tune --op gemm:m=64,n=64,k=128,dtype=fp32 --threads 1 --budget 0.2 --no-progress \
+  > "$TMP/tune.out" 2>&1
+grep -q "1 tuned" "$TMP/tune.out" || fail "tune did not measure the dropped entry again: $(cat "$TMP/tune.out")"
+echo "bad_input CLI: ok"
