@@ -189,6 +189,13 @@ double daly_interval(double delta, double mtbf);
 // ---------------------------------------------------------------- the simulation
 enum class Checkpoint { sync, async, memory };
 
+// The simulation's bounds: a horizon of at most kMaxSimDays (ten years; a token budget may not
+// need longer at the failure-free pace), at most kMaxChips chips and kMaxRuns Monte Carlo runs.
+// Its cost grows with each (events per run), so a value past them is refused, not left to run.
+inline constexpr double kMaxSimDays = 3650;
+inline constexpr std::int64_t kMaxChips = 10'000'000;
+inline constexpr int kMaxRuns = 100'000;
+
 struct SimConfig {
   std::int64_t chips = 0;
   int chips_per_node = 8;

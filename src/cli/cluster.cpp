@@ -550,15 +550,35 @@ const bool registered = add_command([](CLI::App& app) {
       ->expected(0, -1)
       ->default_str("1000,2000,5000,10000,20000,50000,100000");
   set_action(sub, [o, sub] {
-    if (o->runs <= 0) throw InputError("--runs must be positive");
-    if (o->chips <= 0) throw InputError("--chips must be positive");
+    if (o->runs <= 0 || o->runs > kMaxRuns)
+      throw InputError(fmt::format("--runs {} outside 1..{}", o->runs, kMaxRuns));
+    if (o->chips <= 0 || o->chips > kMaxChips)
+      throw InputError(fmt::format("--chips {} outside 1..{}", o->chips, kMaxChips));
     if (o->seq <= 0 || o->batch <= 0) throw InputError("--seq and --batch must be positive");
-    if (o->days < 0 || o->tokens < 0) throw InputError("--days and --tokens must not be negative");
+    if (!(o->days >= 0 && o->days <= kMaxSimDays))
+      throw InputError(fmt::format("--days {:g} outside 0..{:g}", o->days, kMaxSimDays));
+    if (!(o->tokens >= 0 && std::isfinite(o->tokens)))
+      throw InputError("--tokens must be a finite number, 0 or more");
+    // Overrides: given, they must be figures (their defaults mean "the table's / the device's").
+    auto given = [&](const char* flag, double v, bool zero_ok) {
+      const bool ok = std::isfinite(v) && (zero_ok ? v >= 0 : v > 0);
+      if (sub->count(flag) > 0 && !ok)
+        throw InputError(fmt::format("{} {:g} must be {} and finite", flag, v,
+                                     zero_ok ? "0 or more" : "positive"));
+    };
+    given("--peak-tflops", o->peak_tflops, false);
+    given("--mem-gbps", o->mem_gbps, false);
+    given("--scaleup-gbps", o->scaleup_gbps, false);
+    given("--mem-gb", o->mem_gb, true);
+    given("--detect-min", o->detect_min, true);
+    given("--restart-min", o->restart_min, true);
+    given("--rewarm-min", o->rewarm_min, true);
     if (sub->count("--tokens") && !sub->count("--days")) o->days = 0;
     if (sub->count("--sweep") && o->sweep.empty())
       o->sweep = {1000, 2000, 5000, 10000, 20000, 50000, 100000};
     for (auto n : o->sweep)
-      if (n <= 0) throw InputError("--sweep chip counts must be positive");
+      if (n <= 0 || n > kMaxChips)
+        throw InputError(fmt::format("--sweep chip count {} outside 1..{}", n, kMaxChips));
     if (!o->efficiency_from.empty()) {
       const auto m =
           efficiency_from_results(read_results(o->efficiency_from), o->efficiency_backend);

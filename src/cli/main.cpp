@@ -16,8 +16,20 @@ int main(int argc, char** argv) {
   for (const auto& reg : attain::cli::commands()) reg(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Bad input like any other: one line, exit 2, quoting at most 160 characters of it.
+    std::string what = e.what();
+    for (char& ch : what)
+      if (ch == '\n') ch = ' ';
+    if (what.size() > 160) what = what.substr(0, 160) + "...";
+    fmt::print(stderr, "attain: error: {} (see --help)\n", what);
+    return 2;
   }
   try {
     return attain::cli::run_selected(app);

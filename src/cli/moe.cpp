@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 
+#include "attain/backend.hpp"
 #include "attain/catalog.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
 
 namespace attain::cli {
 namespace {
+// Timed repetitions at most: a run's length is reps times a step, and a step can take seconds.
+constexpr int kMaxReps = 100000;
 
 nlohmann::json to_json(const moe::TransferStats& s) {
   return {{"gbps", s.gbps},
@@ -134,6 +137,20 @@ const bool registered = add_command([](CLI::App& app) {
         o->align <= 0)
       throw InputError(
           "--tokens, --hidden, --inter, --reps, --threads and --align must be positive");
+    if (o->reps > kMaxReps)
+      throw InputError(fmt::format("--reps {} outside 1..{}", o->reps, kMaxReps));
+    if (!(o->skew >= 0)) throw InputError("--skew must be 0 or more");
+    if (!o->backend.empty()) {
+      std::string known;
+      bool found = false;
+      for (const auto& b : backend_registry()) {
+        found = found || b.name == o->backend;
+        known += (known.empty() ? "" : ", ") + b.name;
+      }
+      if (!found)
+        throw InputError(fmt::format("--backend '{}' is not a backend of this build ({})",
+                                     o->backend.substr(0, 80), known));
+    }
     c.timeout_s = o->timeout;
     c.align = o->align;
     c.expert_backend = o->backend;

@@ -66,6 +66,15 @@ void validate(const SimConfig& c) {
     throw InputError("give a number of days or a token budget");
   if (c.days < 0 || c.token_budget < 0)
     throw InputError("days and token budget must not be negative");
+  if (!(c.days <= kMaxSimDays))
+    throw InputError(fmt::format("{:g} days outside 0..{:g}", c.days, kMaxSimDays));
+  if (!(c.token_budget <= c.tokens_per_step / c.step_s * 86400 * kMaxSimDays))
+    throw InputError(fmt::format(
+        "a budget of {:.3g} tokens takes more than {:g} days at the failure-free pace ({:.3g} "
+        "tokens a day)",
+        c.token_budget, kMaxSimDays, c.tokens_per_step / c.step_s * 86400));
+  if (c.chips > kMaxChips)
+    throw InputError(fmt::format("{} chips outside 1..{}", c.chips, kMaxChips));
   if (c.checkpoint_interval_min < 0)
     throw InputError("the checkpoint interval must not be negative");
   if (!(c.storage_gbps > 0) || !(c.host_copy_gbps > 0) || !(c.peer_gbps > 0))

@@ -27,6 +27,25 @@ expect_error 2 "it is a directory" -- $T "$ATTAIN" cluster --days 1 --out "$TMP/
 leftovers=$(find "$TMP" -name "*.tmp*" | head -5)
 [ -z "$leftovers" ] || fail "temp files left behind: $leftovers"
 
+# Numbers that would run without end, or allocate without bound: refused with their range.
+expect_error 2 "days inf outside 0..3650" -- $T "$ATTAIN" cluster --days inf
+expect_error 2 "days 1e+09 outside 0..3650" -- $T "$ATTAIN" cluster --days 1e9
+expect_error 2 "takes more than 3650 days" -- $T "$ATTAIN" cluster --days 0 --tokens 1e30
+expect_error 2 "chip count 1000000000000 outside" -- $T "$ATTAIN" cluster --sweep 1000000000000
+expect_error 2 "chips 1000000000000 outside" -- $T "$ATTAIN" cluster --chips 1000000000000
+expect_error 2 "runs 1000000000 outside" -- $T "$ATTAIN" cluster --runs 1000000000
+expect_error 2 "detect-min -5 must be 0 or more" -- $T "$ATTAIN" cluster --detect-min -5
+expect_error 2 "peak-tflops 0 must be positive" -- $T "$ATTAIN" cluster --peak-tflops 0
+expect_error 2 "reps 1000000000 outside" -- $T "$ATTAIN" moe --reps 1000000000
+expect_error 2 "skew must be 0 or more" -- $T "$ATTAIN" moe --skew -1
+expect_error 2 "'nope' is not a backend" -- $T "$ATTAIN" moe --backend nope
+# Parse errors: one line, exit 2, at most 160 characters of the input quoted.
+expect_error 2 "not expected: --nope" -- "$ATTAIN" bench --nope
+expect_error 2 "Could not convert" -- "$ATTAIN" bench --threads abc
+expect_error 2 "(see --help)" -- "$ATTAIN" catalog --sample "$(head -c 100000 /dev/zero | tr '\0' 9)"
+[ "$(wc -l < "$TMP/err")" -eq 1 ] || fail "a parse error takes more than one line"
+[ "$(wc -c < "$TMP/err")" -lt 400 ] || fail "a parse error echoes its input back"
+
 # A tuning-cache entry outside the engine's ranges (it crashed with SIGFPE, or hung): dropped with
 # a warning, never run; the op runs on the model's schedule and verifies.
 export ATTAIN_TUNE_CACHE="$TMP/tuning.json"
