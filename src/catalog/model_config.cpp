@@ -112,6 +112,11 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name) {
           c.kv_lora_rank, c.qk_rope_head_dim));
   } else {
     c.kv_heads = f.positive("num_key_value_heads", f.req("num_key_value_heads"));
+    if (!f.opt("head_dim") && c.hidden % c.heads != 0)
+      throw InputError(
+          fmt::format("{}: hidden_size {} is not a multiple of num_attention_heads {} (and no "
+                      "head_dim is given)",
+                      name, c.hidden, c.heads));
     c.head_dim = f.opt("head_dim").value_or(c.hidden / c.heads);
     f.positive("head_dim", c.head_dim);
     if (c.heads % c.kv_heads != 0)

@@ -43,9 +43,9 @@ DType dtype_arg(const std::string& s) {
 }
 
 void OpSource::add_to(CLI::App* sub, bool with_sample) {
-  sub->add_option("--suite", suite, "a named suite: llm-1055 or quick");
-  sub->add_option("--model", model,
-                  "a bundled model name (e.g. deepseek-v3) or a config.json path");
+  suite_opt = sub->add_option("--suite", suite, "a named suite: llm-1055 or quick");
+  model_opt = sub->add_option("--model", model,
+                              "a bundled model name (e.g. deepseek-v3) or a config.json path");
   // `--op A B C` and `--op A --op B` alike, so a shell's brace expansion
   // (--op gemm:m=8,n=4096,k=7168,dtype={fp32,bf16}) works.
   sub->add_option("--op", ops,
@@ -53,7 +53,7 @@ void OpSource::add_to(CLI::App* sub, bool with_sample) {
                   "repeat --op)")
       ->take_all()
       ->allow_extra_args(true);
-  sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
+  shape_opt = sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
   sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")
       ->capture_default_str();
   sub->add_option("--phase", phases, "with --model: prefill, decode or both")
@@ -81,6 +81,12 @@ std::int64_t parse_count(const std::string& s, const char* what) {
 }  // namespace
 
 std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const {
+  for (const auto& [opt, value] :
+       {std::pair{suite_opt, &suite}, std::pair{model_opt, &model}, std::pair{shape_opt, &shape}})
+    if (opt != nullptr && opt->count() > 0 && value->empty())
+      throw InputError(fmt::format("{} needs a value", opt->get_name()));
+  for (const auto& spec : ops)
+    if (spec.empty()) throw InputError("--op needs a spec");
   const int given = !suite.empty() + !model.empty() + !ops.empty() + !shape.empty();
   if (given > 1) throw InputError("give one of --suite, --model, --op, --shape");
   std::vector<CatalogOp> out;

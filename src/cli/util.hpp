@@ -24,6 +24,8 @@ struct OpSource {
   std::string tokens;            // comma list; default per phase
   std::int64_t context = 4096;
   int sample = 0;
+  // The options as given, so that an empty value (--suite "") is refused, not taken as absent.
+  const CLI::Option *suite_opt = nullptr, *model_opt = nullptr, *shape_opt = nullptr;
   void add_to(CLI::App* sub, bool with_sample);
   std::vector<CatalogOp> resolve(const std::string& default_suite) const;
 };

@@ -52,6 +52,11 @@ bool all_true(bool b) {
   return v != 0;
 }
 
+// Appends a reason to a "; "-separated list of them.
+void add_note(std::string& notes, const std::string& note) {
+  notes += (notes.empty() ? "" : "; ") + note;
+}
+
 std::string default_backend() {
   for (const auto& b : backend_registry())
     if (b.name == "attain") return "attain";
@@ -433,7 +438,15 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
     res.serial_ms = median(ser) * 1e3;
     res.overlapped_ms = median(ovl) * 1e3;
     res.comm_ms = median(comm_b) * 1e3;
-    res.hidden_fraction = (*res.serial_ms - *res.overlapped_ms) / *res.comm_ms;
+    const double hidden = (*res.serial_ms - *res.overlapped_ms) / *res.comm_ms;
+    if (hidden >= 0 && hidden <= 1) {
+      res.hidden_fraction = hidden;
+    } else {  // the runs' noise is larger than the communication they could hide
+      add_note(res.skipped,
+               fmt::format("overlap not measurable here: a hidden fraction of {:.2f} is outside "
+                           "0..1 (serial {:.2f} ms, overlapped {:.2f} ms, communication {:.2f} ms)",
+                           hidden, *res.serial_ms, *res.overlapped_ms, *res.comm_ms));
+    }
   }
 
   if (c.contention) {
@@ -469,8 +482,15 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
     all_max(v);
     res.gemm_alone_ms = v[1] * 1e3;
     res.gemm_contended_ms = v[0] * 1e3;
-    res.gemm_slowdown = v[0] / v[1];
-    res.comm_slowdown = v[2] / pair_s;
+    if (v[0] / v[1] >= 1 && v[2] / pair_s >= 1) {
+      res.gemm_slowdown = v[0] / v[1];
+      res.comm_slowdown = v[2] / pair_s;
+    } else {  // one ran faster beside the other than alone: noise, not a slowdown
+      add_note(res.skipped,
+               fmt::format("contention not measurable here: slowdowns below 1 (expert MLP "
+                           "{:.2f}x, traffic {:.2f}x)",
+                           v[0] / v[1], v[2] / pair_s));
+    }
   }
   return res;
 }

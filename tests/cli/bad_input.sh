@@ -39,6 +39,15 @@ expect_error 2 "peak-tflops 0 must be positive" -- $T "$ATTAIN" cluster --peak-t
 expect_error 2 "reps 1000000000 outside" -- $T "$ATTAIN" moe --reps 1000000000
 expect_error 2 "skew must be 0 or more" -- $T "$ATTAIN" moe --skew -1
 expect_error 2 "'nope' is not a backend" -- $T "$ATTAIN" moe --backend nope
+# Empty names, inconsistent configs, environment overrides, an op larger than memory.
+expect_error 2 "--suite needs a value" -- "$ATTAIN" bench --suite ""
+expect_error 2 "--model needs a value" -- "$ATTAIN" catalog --model ""
+printf '{"model_type":"llama","hidden_size":4097,"intermediate_size":512,"num_hidden_layers":2,
+  "vocab_size":1000,"num_attention_heads":32,"num_key_value_heads":8}' > "$TMP/odd.json"
+expect_error 2 "not a multiple of num_attention_heads 32" -- "$ATTAIN" catalog --model "$TMP/odd.json"
+expect_error 2 "ATTAIN_ISA=garbage: expected" -- env ATTAIN_ISA=garbage "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
+expect_error 2 "ATTAIN_MLA_ISA=nope: expected" -- env ATTAIN_MLA_ISA=nope "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
+expect_error 2 "GiB of memory" -- $T "$ATTAIN" bench --op gemm:m=65536,n=65536,k=65536,dtype=fp32 --no-progress
 # Parse errors: one line, exit 2, at most 160 characters of the input quoted.
 expect_error 2 "not expected: --nope" -- "$ATTAIN" bench --nope
 expect_error 2 "Could not convert" -- "$ATTAIN" bench --threads abc

@@ -21,8 +21,10 @@ assert d["verified"] is True, d["verification"]
 for op in ("dispatch", "combine"):
     o = d[op]
     assert o["gbps"] > 0 and o["latency_us"] > 0 and o["bandwidth_fraction"] > 0 and o["bytes"] > 0, o
-assert d["overlap"]["hidden_fraction"] is not None, d
-assert d["contention"]["gemm_slowdown"] > 0, d
+# A figure, in its range, or the reason it is not one (on so small a run, noise often wins).
+hf, gs = d["overlap"]["hidden_fraction"], d["contention"]["gemm_slowdown"]
+assert (hf is not None and 0 <= hf <= 1) or "overlap not measurable here" in d["skipped"], d
+assert (gs is not None and gs >= 1) or "contention not measurable here" in d["skipped"], d
 PY
   done
 done

@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <string_view>
+
+#include "attain/gemm.hpp"
+#include "attain/op.hpp"
 
 namespace attain::mla {
 
@@ -109,8 +113,17 @@ const Ukernels& scalar_ukernels() {
 
 const Ukernels& best_ukernels() {
   static const Ukernels* best = [] {
+    // ATTAIN_ISA caps every kernel family (the GEMM engine refuses a value it does not know, and
+    // so does this); ATTAIN_MLA_ISA caps the MLA tables alone.
+    const gemm::Isa isa = gemm::detected_isa();
     const char* env = std::getenv("ATTAIN_MLA_ISA");
-    const std::string_view cap = env != nullptr ? env : "avx512_bf16";
+    std::string_view cap = env != nullptr             ? env
+                           : isa == gemm::Isa::scalar ? "scalar"
+                           : isa == gemm::Isa::avx2   ? "avx2"
+                                                      : "avx512_bf16";
+    if (cap != "avx512_bf16" && cap != "avx512" && cap != "avx2" && cap != "scalar")
+      throw InputError("ATTAIN_MLA_ISA=" + std::string(cap.substr(0, 80)) +
+                       ": expected scalar, avx2, avx512 or avx512_bf16");
     if (cap == "avx512_bf16")
       if (const Ukernels* a = avx512bf16_ukernels()) return a;
     if (cap == "avx512_bf16" || cap == "avx512")

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "attain/op.hpp"
+
 namespace attain::gemm::detail {
 
 namespace {
@@ -419,12 +421,11 @@ Isa detected_isa() {
       for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
         if (s == isa_name(i)) {
           if (!isa_supported(i))
-            throw std::runtime_error("ATTAIN_ISA=" + std::string(s) +
-                                     ": not supported by this CPU");
+            throw InputError("ATTAIN_ISA=" + std::string(s) + ": not supported by this CPU");
           return i;
         }
-      throw std::runtime_error("ATTAIN_ISA=" + std::string(s) +
-                               ": expected scalar, avx2 or avx512");
+      throw InputError("ATTAIN_ISA=" + std::string(s.substr(0, 80)) +
+                       ": expected scalar, avx2 or avx512");
     }
     for (const auto& f : detail::kFamilies)
       if (isa_supported(f.isa)) return f.isa;
