@@ -190,6 +190,9 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
     r.op.prov.count = get<std::int64_t>(*opj, "count", where, 1, false);
     r.backend = get<std::string>(rj, "backend", where, "", true);
     r.status = get<std::string>(rj, "status", where, "", true);
+    if (r.status != "ok" && r.status != "unsupported" && r.status != "wrong" && r.status != "error")
+      throw InputError(fmt::format("{}: status '{}' (known: ok, unsupported, wrong, error)", where,
+                                   r.status.substr(0, 80)));
     r.reason = get<std::string>(rj, "reason", where, "", false);
     r.flops = get<double>(rj, "flops", where, r.op.op.flops(), false);
     r.bytes = get<double>(rj, "bytes", where, r.op.op.bytes(), false);
@@ -199,7 +202,10 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
     r.projected = get<bool>(rj, "projected", where, false, false);
     if (r.status == "ok") {
       r.median_s = get<double>(rj, "median_s", where, 0, true);
-      if (!(r.median_s > 0)) throw InputError(where + ": median_s must be positive");
+      // (1 ns to a day: a time outside is a unit error or a forgery, and 1e308 s printed
+      // 300-digit percentages)
+      if (!(r.median_s >= 1e-9 && r.median_s <= 86400))
+        throw InputError(fmt::format("{}: median_s {:g} outside 1e-9..86400 s", where, r.median_s));
       r.min_s = get<double>(rj, "min_s", where, r.median_s, false);
       r.iqr_s = get<double>(rj, "iqr_s", where, 0, false);
       r.reps = get<int>(rj, "reps", where, 0, false);

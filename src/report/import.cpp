@@ -172,6 +172,8 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
       if (tus.empty() && tfl.empty()) throw InputError("neither time_us nor tflops is given");
       if (!tus.empty()) {
         r.median_s = to_positive(tus, "time_us") * 1e-6;
+        if (!(r.median_s >= 1e-9 && r.median_s <= 86400))  // the results files' range
+          throw InputError(fmt::format("time_us {} outside 0.001..8.64e10", tus.substr(0, 40)));
         if (!tfl.empty()) {
           const double given = to_positive(tfl, "tflops"), implied = r.flops / r.median_s / 1e12;
           if (std::abs(given / implied - 1) > 0.05)
@@ -180,6 +182,9 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
         }
       } else {
         r.median_s = r.flops / (to_positive(tfl, "tflops") * 1e12);
+        if (!(r.median_s >= 1e-9 && r.median_s <= 86400))
+          throw InputError(
+              fmt::format("tflops {} puts the op's time outside 1 ns..1 day", tfl.substr(0, 40)));
       }
       r.tflops = r.flops / r.median_s / 1e12;
       r.gbps = r.bytes / r.median_s / 1e9;

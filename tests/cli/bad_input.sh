@@ -24,6 +24,18 @@ $T "$ATTAIN" bench --op gemm:m=1,n=8,k=64,dtype=fp32 --backend attain --threads 
   --no-progress --no-recheck --out "$TMP/res.json" > /dev/null
 expect_error 2 "it is a directory" -- $T "$ATTAIN" report "$TMP/res.json" -o "$TMP/outdir"
 expect_error 2 "it is a directory" -- $T "$ATTAIN" cluster --days 1 --out "$TMP/outdir"
+# Results and CSV rows the tables could not show: an unknown status, a time outside 1 ns..1 day.
+python3 - "$TMP/res.json" "$TMP" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = dict(d["results"][0])
+json.dump(dict(d, results=[dict(r, status="banana")]), open(sys.argv[2] + "/banana.json", "w"))
+json.dump(dict(d, results=[dict(r, median_s=1e308)]), open(sys.argv[2] + "/slow.json", "w"))
+PY
+expect_error 2 "status 'banana' (known: ok" -- "$ATTAIN" report "$TMP/banana.json" -o "$TMP/b.html"
+expect_error 2 "median_s 1e+308 outside" -- "$ATTAIN" compare "$TMP/slow.json" "$TMP/res.json"
+printf 'm,n,k,dtype,time_us\n8,4096,4096,bf16,1e-320\n' > "$TMP/tiny.csv"
+expect_error 2 "time_us 1e-320 outside" -- "$ATTAIN" import "$TMP/tiny.csv" --device h100-sxm -o "$TMP/t.json"
 leftovers=$(find "$TMP" -name "*.tmp*" | head -5)
 [ -z "$leftovers" ] || fail "temp files left behind: $leftovers"
 
