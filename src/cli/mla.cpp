@@ -16,6 +16,7 @@
 
 #include "attain/bench.hpp"
 #include "attain/device.hpp"
+#include "attain/tensor.hpp"
 #include "attain/verify.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
@@ -128,10 +129,22 @@ int run(const Args& a) {
     variants.push_back(v);
     pos = c + 1;
   }
+  if (a.min_reps < 1 || a.min_reps > 100000)
+    throw InputError(fmt::format("mla: --min-reps {} outside 1..100000", a.min_reps));
+  if (!(a.max_seconds > 0 && a.max_seconds <= 3600))
+    throw InputError(fmt::format("mla: --max-seconds {:g} outside (0, 3600]", a.max_seconds));
+  if (!(a.separate_kv_max_gb > 0 && std::isfinite(a.separate_kv_max_gb)))
+    throw InputError(fmt::format("mla: --separate-kv-max-gb {:g} must be positive and finite",
+                                 a.separate_kv_max_gb));
   Op op;
   op.kind = OpKind::mla_decode, op.dtype = *dt;
   op.b = a.batch, op.s = a.seqlen, op.h = a.heads, op.s_q = a.s_q;
   op.validate();
+  if (const double need = static_cast<double>(tensor_set_bytes(op)),
+      have = 0.8 * available_memory_bytes();
+      need > have)
+    throw InputError(fmt::format("mla: {} needs {:.1f} GiB of memory; {:.1f} GiB available",
+                                 op.spec(), need / (1 << 30), have / (1 << 30)));
   const auto sl = make_seqlens(a);
 
   TimingConfig tc;

@@ -60,6 +60,9 @@ expect_error 2 "not a multiple of num_attention_heads 32" -- "$ATTAIN" catalog -
 expect_error 2 "ATTAIN_ISA=garbage: expected" -- env ATTAIN_ISA=garbage "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
 expect_error 2 "ATTAIN_MLA_ISA=nope: expected" -- env ATTAIN_MLA_ISA=nope "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
 expect_error 2 "GiB of memory" -- $T "$ATTAIN" bench --op gemm:m=65536,n=65536,k=65536,dtype=fp32 --no-progress
+expect_error 2 "min-reps -5 outside" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --min-reps -5
+expect_error 2 "separate-kv-max-gb nan must be positive" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --separate-kv-max-gb nan
+expect_error 2 "GiB of memory" -- $T "$ATTAIN" mla -b 1000000 -s 100000 --heads 16
 # Parse errors: one line, exit 2, at most 160 characters of the input quoted.
 expect_error 2 "not expected: --nope" -- "$ATTAIN" bench --nope
 expect_error 2 "Could not convert" -- "$ATTAIN" bench --threads abc
