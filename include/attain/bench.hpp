@@ -103,6 +103,12 @@ void keep_faster_round(std::vector<Result>& kept, const std::vector<Result>& rou
 
 // Available memory now (MemAvailable), in bytes.
 double available_memory_bytes();
+// The memory an op's inputs may take by default: 80% of what is available now
+// (BenchConfig::memory_limit_bytes = 0).
+double default_memory_limit_bytes();
+// Throws InputError naming what `op` needs and what is available when its inputs take more
+// than default_memory_limit_bytes(): a command given that one op refuses it before allocating.
+void require_memory_for(const Op& op);
 
 // Measures every op on every backend: verification before timing, unsupported pairs and
 // wrong answers recorded with their reason. `libraries` receives each backend's version().

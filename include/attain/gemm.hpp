@@ -87,6 +87,10 @@ inline constexpr int kMaxScheduleThreads = 1024;  // threads, threads_m, threads
 inline constexpr int kMaxDecodeKTile = 1 << 20;
 // Throws std::invalid_argument naming the first field outside its range, and the range.
 void check_schedule_ranges(const Schedule& s);
+// Whether the schedule's grid makes its region's threads (Schedule::threads, or `threads` where
+// it is 0): threads_m * threads_n (times split_k) == threads, or no grid; any grid with fused
+// items, where it is the blocks each item is cut into.
+bool grid_makes_threads(const Schedule& s, int threads, bool fused);
 
 // Text form of a schedule, the one the tuning cache and `attain tune --explain` show:
 // "path=decode isa=avx512 mc=144 nc=864 kc=256 threads=2 grid=1x2 k_tile=1024 split_k=1

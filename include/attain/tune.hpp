@@ -83,7 +83,8 @@ SearchResult search(gemm::Call c, const Machine& m, const SearchOptions& opt);
 // range (gemm::check_schedule_ranges), text this build cannot read, or a thread grid that does
 // not make the key's threads. The Scheduler drops such entries when it reads the cache, so they
 // are never run and `attain tune` measures their ops again.
-std::string entry_fault(const Entry& e);
+// `parsed`, where given, receives the schedule of an entry that may run.
+std::string entry_fault(const Entry& e, gemm::Schedule* parsed = nullptr);
 
 // The run-time choice. Thread-safe; one per process is enough (instance()).
 class Scheduler {

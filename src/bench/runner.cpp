@@ -53,6 +53,18 @@ Result base_result(const CatalogOp& op, const std::string& backend, const Roofli
 
 }  // namespace
 
+double default_memory_limit_bytes() {
+  return 0.8 * available_memory_bytes();
+}
+
+void require_memory_for(const Op& op) {
+  const double need = static_cast<double>(tensor_set_bytes(op)),
+               have = default_memory_limit_bytes();
+  if (need > have)
+    throw InputError(fmt::format("{} needs {} of memory; {} available", op.spec(),
+                                 human_bytes(need), human_bytes(have)));
+}
+
 double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& timing,
                         std::size_t backends) {
   const double attainable = roof.attainable_tflops(op);
@@ -134,7 +146,7 @@ std::vector<Result> run_round(const std::vector<CatalogOp>& ops, const BenchConf
     backends.emplace_back(name, std::move(be));
   }
   const double limit =
-      cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : 0.8 * available_memory_bytes();
+      cfg.memory_limit_bytes > 0 ? cfg.memory_limit_bytes : default_memory_limit_bytes();
   RunOptions run_opt = cfg.run;
   run_opt.hot = cfg.timing.hot;
   const BenchHooks& hooks = cfg.hooks;

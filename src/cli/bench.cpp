@@ -14,7 +14,6 @@
 
 #include "attain/layer.hpp"
 #include "attain/moe.hpp"
-#include "attain/tensor.hpp"
 #include "attain/threadpool.hpp"
 #include "attain/tune.hpp"
 #include "cli/commands.hpp"
@@ -372,13 +371,7 @@ const bool registered = add_command([](CLI::App& app) {
       throw InputError("--layer runs one layer: it takes no --suite, --model, --op or --shape");
     const auto ops = o->layer.empty() ? o->src.resolve("quick") : std::vector<CatalogOp>{};
     // One op larger than memory is bad input (in a suite it is recorded as unsupported).
-    if (ops.size() == 1) {
-      const double need = static_cast<double>(tensor_set_bytes(ops[0].op)),
-                   have = 0.8 * available_memory_bytes();
-      if (need > have)
-        throw InputError(fmt::format("{} needs {:.1f} GiB of memory; {:.1f} GiB available",
-                                     ops[0].op.spec(), need / (1 << 30), have / (1 << 30)));
-    }
+    if (ops.size() == 1) require_memory_for(ops[0].op);
     BenchConfig cfg;
     cfg.backends = split_list(o->backends);
     if (cfg.backends.empty()) throw InputError("--backend needs at least one backend");

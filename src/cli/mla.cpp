@@ -16,7 +16,6 @@
 
 #include "attain/bench.hpp"
 #include "attain/device.hpp"
-#include "attain/tensor.hpp"
 #include "attain/verify.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
@@ -140,11 +139,7 @@ int run(const Args& a) {
   op.kind = OpKind::mla_decode, op.dtype = *dt;
   op.b = a.batch, op.s = a.seqlen, op.h = a.heads, op.s_q = a.s_q;
   op.validate();
-  if (const double need = static_cast<double>(tensor_set_bytes(op)),
-      have = 0.8 * available_memory_bytes();
-      need > have)
-    throw InputError(fmt::format("mla: {} needs {:.1f} GiB of memory; {:.1f} GiB available",
-                                 op.spec(), need / (1 << 30), have / (1 << 30)));
+  require_memory_for(op);
   const auto sl = make_seqlens(a);
 
   TimingConfig tc;

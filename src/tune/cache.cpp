@@ -16,12 +16,12 @@
 #include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "attain/device.hpp"
 #include "attain/files.hpp"
+#include "attain/op.hpp"
 #include "attain/tune_cache.hpp"
 #include "device/probe.hpp"
 
@@ -61,35 +61,6 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
-
-// The whole file; nullopt with `err` set when it cannot be read (ENOENT: it does not exist;
-// EINVAL: not a regular file; EFBIG: over kMaxResultsBytes).
-std::optional<std::string> read_all(const fs::path& p, int& err) {
-  Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (f.fd < 0) {
-    err = errno;
-    return std::nullopt;
-  }
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::uint64_t>(st.st_size) > kMaxResultsBytes) {
-    err = !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
-    return std::nullopt;
-  }
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(f.fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      err = errno;
-      return std::nullopt;
-    }
-    if (got == 0) break;
-    text.append(buf, static_cast<std::size_t>(got));
-  }
-  return text;
-}
 
 void write_all(int fd, const std::string& text, const fs::path& p) {
   std::size_t done = 0;
@@ -228,16 +199,18 @@ struct FileContents {
 // finds a reason against are dropped, with one warning for them all.
 FileContents read_file(const fs::path& p, const Identity& id, const Cache::Validator& fault) {
   FileContents out;
-  int err = 0;
-  const auto text = read_all(p, err);
-  if (!text) {
-    if (err != ENOENT)
-      out.warning = fmt::format("tuning cache {} is unreadable ({}); starting empty", p.string(),
-                                errno_text(err));
+  // Missing (ENOENT, not ENOTDIR: a file where a directory should be is a fault): no warning.
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0 && errno == ENOENT) return out;
+  std::string text;
+  try {
+    text = read_input_file(p, kMaxResultsBytes, "tuning cache");
+  } catch (const InputError& e) {
+    out.warning = fmt::format("{}; starting empty", e.what());
     return out;
   }
   try {
-    const json j = json::parse(*text);
+    const json j = json::parse(text);
     const std::string schema = get_string(j, "schema");
     if (schema != kSchema)
       throw FormatError(fmt::format("schema '{}', expected '{}'", schema, kSchema));

@@ -49,7 +49,7 @@ std::string_view source_name(Scheduler::Source s) {
   return "?";
 }
 
-std::string entry_fault(const Entry& e) {
+std::string entry_fault(const Entry& e, gemm::Schedule* parsed) {
   gemm::Schedule s;
   try {
     s = gemm::parse_schedule(e.best);
@@ -58,18 +58,17 @@ std::string entry_fault(const Entry& e) {
   }
   if (s.threads > e.key.threads)
     return fmt::format("schedule threads={} above the key's {}", s.threads, e.key.threads);
-  const int region = s.threads != 0 ? s.threads : e.key.threads;
-  const int grid = s.threads_m * s.threads_n;
   const bool fused = e.key.items > 1 && s.fuse_items != gemm::Fuse::off;
-  if (!fused && grid != 0 && grid != region && grid * std::max(s.split_k, 1) != region)
+  if (!gemm::grid_makes_threads(s, e.key.threads, fused))
     return fmt::format("grid {}x{} (split_k {}) does not make {} threads", s.threads_m, s.threads_n,
-                       s.split_k, region);
+                       s.split_k, s.threads != 0 ? s.threads : e.key.threads);
+  if (parsed != nullptr) *parsed = s;
   return {};
 }
 
 Scheduler::Scheduler(std::filesystem::path cache_file)
     : cache_(std::move(cache_file), current_identity(gemm::isa_name(gemm::detected_isa()))) {
-  cache_.validate_with(entry_fault);
+  cache_.validate_with([](const Entry& e) { return entry_fault(e); });
   const std::string warning = cache_.load();
   if (!warning.empty()) fmt::print(stderr, "attain: tuning cache: {}\n", warning);
 }
@@ -125,13 +124,10 @@ Scheduler::Choice Scheduler::choose_uncached(const gemm::Call& c, const Machine&
   const Key k = key_of(c);
   const Entry* exact = cache_.find(k);
   for (const Entry* e : {exact, cache_.nearest(k)}) {
-    if (e == nullptr || !entry_fault(*e).empty()) continue;
-    try {
-      const gemm::Schedule s = gemm::parse_schedule(e->best);
-      if (usable(c, s)) return {s, e == exact ? Source::tuned : Source::nearest};
-    } catch (const std::invalid_argument&) {
-      // An entry this build cannot read: fall through to the model.
-    }
+    // (An entry this build cannot read, or may not run, falls through to the model.)
+    gemm::Schedule s;
+    if (e != nullptr && entry_fault(*e, &s).empty() && usable(c, s))
+      return {s, e == exact ? Source::tuned : Source::nearest};
   }
   double best = std::numeric_limits<double>::max();
   Choice out;

@@ -835,9 +835,7 @@ void check(const Params& p, bool fused) {
     fail(e.what());
   }
   if (s.threads > p.threads) fail("schedule threads > Params::threads");
-  const int region = s.threads != 0 ? s.threads : p.threads;
-  const int grid = s.threads_m * s.threads_n;
-  if (!fused && grid != 0 && grid != region && grid * std::max(s.split_k, 1) != region)
+  if (!grid_makes_threads(s, p.threads, fused))
     fail("threads_m * threads_n (times split_k) must equal threads");
   if (p.m == 0 || p.n == 0) return;
   if (s.path == Path::decode && !detail::decode_ok(p, s.swap))
@@ -1587,6 +1585,12 @@ void check_schedule_ranges(const Schedule& s) {
   if (s.decode_k_tile % kFp8Block != 0)
     throw std::invalid_argument(
         fmt::format("schedule: k_tile={} is not a multiple of {}", s.decode_k_tile, kFp8Block));
+}
+
+bool grid_makes_threads(const Schedule& s, int threads, bool fused) {
+  const int region = s.threads != 0 ? s.threads : threads;
+  const int grid = s.threads_m * s.threads_n;
+  return fused || grid == 0 || grid == region || grid * std::max(s.split_k, 1) == region;
 }
 
 Schedule parse_schedule(std::string_view text) {
