@@ -1,13 +1,14 @@
 # Thin wrapper over CMake: the README's two commands are `make run` and `make test`.
 BUILD    ?= build
 ASAN     ?= build-asan
+FUZZ_SECONDS ?= 45
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ifeq ($(CI),true)
   CMAKE_FLAGS += -DATTAIN_WERROR=ON
 endif
 
-.PHONY: all deps build run test test-asan format clean
+.PHONY: all deps build run test test-asan test-fuzz format clean
 
 all: build
 
@@ -30,6 +31,7 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	$(MAKE) test-asan
+	$(MAKE) test-fuzz
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (Debug, no benchmarks).
 test-asan: deps
@@ -38,8 +40,12 @@ test-asan: deps
 	cmake --build $(ASAN) -j $(JOBS)
 	cd $(ASAN) && ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
 
+# The libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each from the committed seeds.
+test-fuzz: deps
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) build-fuzz

@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ make pkg-config
       libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev libopenmpi-dev openmpi-bin chromium)
+      libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev libopenmpi-dev openmpi-bin chromium
+      clang-14 libclang-rt-14-dev)
+# clang-14 + libclang-rt-14-dev: libFuzzer, for the fuzz targets (make test-fuzz).
 # ocl-icd-opencl-dev: Debian's oneDNN CMake config requires OpenCL (only a Recommends of
 # libdnnl-dev, which --no-install-recommends skips; without it CMake stops at find_package(dnnl)).
 missing=()

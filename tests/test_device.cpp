@@ -178,7 +178,7 @@ TEST(Devices, MalformedAndTruncatedJsonAreClearErrors) {
   for (std::size_t cut : {std::size_t{0}, std::size_t{1}, good.size() / 2, good.size() - 2}) {
     const std::string msg = error_of(good.substr(0, cut));
     EXPECT_NE(msg.find("test.json"), std::string::npos) << cut << ": " << msg;
-    EXPECT_NE(msg.find("malformed JSON"), std::string::npos) << cut << ": " << msg;
+    EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << cut << ": " << msg;
   }
   EXPECT_NE(error_of("[1, 2]").find("one JSON object"), std::string::npos);
 }
@@ -502,7 +502,7 @@ TEST(Probe, HostDevice) {
 
 // The read ceiling is a ceiling: attain's M = 1 decode, which streams its weights and nothing
 // else, never reads memory faster than the probe's fastest read loop. One thread, a 512 MiB
-// weight (past the caches of every machine seen), the two measured in turn three times so that
+// weight (past the caches of every machine seen), the two measured in turn five times so that
 // the machine's drift hits both alike; the best of each compared.
 TEST(Probe, NoDecodeOutrunsTheReadCeiling) {
   constexpr std::int64_t kN = 16384, kK = 8192;  // fp32 W: 512 MiB
@@ -520,7 +520,7 @@ TEST(Probe, NoDecodeOutrunsTheReadCeiling) {
   probe::CeilingSampler sampler(1, cfg);
   double decode = 0, ceiling = 0;
   gemm::gemm(p);  // warm-up
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 5; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
     gemm::gemm(p);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -530,7 +530,9 @@ TEST(Probe, NoDecodeOutrunsTheReadCeiling) {
   double want = 0;  // row 0 of C against fp64
   for (std::int64_t q = 0; q < kK; ++q) want += static_cast<double>(a[q]) * w[q];
   EXPECT_NEAR(c[0], want, 1e-5 * want);
-  EXPECT_LE(decode, 1.10 * ceiling) << "decode " << decode << " GB/s, read ceiling " << ceiling;
+  // 1.2: room for a busy neighbour (ctest -j) that slows one of the pair; a wrong ceiling was
+  // 1.6x off.
+  EXPECT_LE(decode, 1.2 * ceiling) << "decode " << decode << " GB/s, read ceiling " << ceiling;
 }
 
 // Every read loop of every ISA this CPU runs sums the array exactly (small integers: the fp32

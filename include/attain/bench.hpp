@@ -126,8 +126,8 @@ double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& 
 // terminal a bar redrawn in place; otherwise (a log) one plain line a minute at most.
 class ProgressBar {
  public:
-  // total_work < 0: every op weighs the same.
-  ProgressBar(bool on, std::size_t total, double total_work = -1);
+  // total_work < 0: every op weighs the same. `unit` names what is counted in the log lines.
+  ProgressBar(bool on, std::size_t total, double total_work = -1, std::string unit = "ops");
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -141,8 +141,9 @@ class ProgressBar {
   bool on_, tty_;
   std::size_t total_;
   double total_work_;
+  std::string unit_;
   std::chrono::steady_clock::time_point t0_;
-  double last_line_s_ = 0;
+  double last_line_s_ = 0, last_draw_s_ = 0;
 };
 
 // Linear-interpolated quantile q in [0, 1] of an ascending, non-empty vector.

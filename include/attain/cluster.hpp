@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -281,9 +282,18 @@ struct MonteCarlo {
   Stat ettr, goodput, unexpected, planned, wall_h, tokens, lost_work_h, down_h, checkpoint_h;
   std::map<std::string, Stat> by_cause;
 };
+// Interruptions (unexpected and planned) one run is expected to draw over its horizon: the
+// simulation's cost. The horizon of a token budget is taken at half the failure-free pace.
+double expected_interruptions(const SimConfig& c);
+// The most interruptions a Monte Carlo may expect to draw over all its runs (about a minute of
+// one core): more is refused, naming what to reduce.
+inline constexpr double kMaxInterruptions = 2e8;
+
 // Run i uses seed derived from (seed, i): results do not depend on the thread count.
-// threads <= 0: all cores.
-MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads = 0);
+// threads <= 0: all cores. `progress`, if given, is called on the calling thread with the runs
+// finished so far, after each run that thread does.
+MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads = 0,
+                       const std::function<void(int)>& progress = {});
 
 // Expected ETTR in closed form (first order, ignoring failures during recovery), for checks.
 double expected_ettr(const SimConfig& c);

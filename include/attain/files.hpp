@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,10 @@ inline constexpr std::uint64_t kMaxResultsBytes = std::uint64_t{512}
 // unreadable.
 std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
                             std::string_view what);
+
+// `text` parsed as JSON. Throws InputError "ORIGIN: not valid JSON (...)" for a syntax error, a
+// truncation, or a number past double's range (1e999), which nlohmann reports as out_of_range.
+nlohmann::json parse_json_input(std::string_view text, std::string_view origin);
 
 // Writes `text` to `p` atomically: a temp file "<p>.tmp<pid>" beside it, fsync, rename over
 // `p`. Creates the parent directories. Throws InputError naming `p` and the reason (a target

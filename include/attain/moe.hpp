@@ -200,9 +200,8 @@ std::string_view mode_name(Mode m);
 std::string_view transport_name(Transport t);
 
 // A peer that did not answer within the timeout (it died or hangs).
-struct TimeoutError : std::runtime_error {
-  TimeoutError(int peer_rank, const std::string& what)
-      : std::runtime_error(what), rank(peer_rank) {}
+struct TimeoutError : RuntimeFailure {
+  TimeoutError(int peer_rank, const std::string& what) : RuntimeFailure(what), rank(peer_rank) {}
   int rank;
 };
 
@@ -327,7 +326,8 @@ struct MoeBenchConfig {
   double skew = 0;
   std::uint64_t seed = 42;
   bool overlap = true, contention = true;
-  std::string fault;  // testing aid: "kill:R" or "stop:R" (rank R dies / hangs)
+  std::string fault;      // testing aid: "kill:R" or "stop:R" (rank R dies / hangs)
+  bool progress = false;  // progress bar with ETA on rank 0's stderr
 };
 
 struct TransferStats {

@@ -27,6 +27,15 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Good input, but the run could not finish: a peer rank stopped answering, the disk filled. The
+// CLI exits 3 for it (2 for InputError, 1 for anything else: an internal error).
+struct RuntimeFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The offending input as an error message quotes it: at most 80 characters, then "...".
+std::string excerpt(std::string_view input);
+
 enum class OpKind : std::uint8_t { gemm, batched_gemm, grouped_gemm, mla_decode };
 enum class GroupedLayout : std::uint8_t { contiguous, masked };
 

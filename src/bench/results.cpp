@@ -226,12 +226,7 @@ void write_results(const std::filesystem::path& file, const ResultsFile& f) {
 
 ResultsFile read_results(const std::filesystem::path& file) {
   const std::string text = read_input_file(file, kMaxResultsBytes, "results file");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
-  }
+  const json j = parse_json_input(text, file.string());
   try {
     return results_from_json(j, file.string());
   } catch (const json::exception& e) {

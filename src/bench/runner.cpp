@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <utility>
 
 #include "attain/bench.hpp"
 #include "attain/threadpool.hpp"
@@ -78,11 +79,12 @@ double expected_seconds(const Op& op, const Roofline& roof, const TimingConfig& 
   return static_cast<double>(backends) * per_backend + sets * static_cast<double>(set) / 1e9;
 }
 
-ProgressBar::ProgressBar(bool on, std::size_t total, double total_work)
+ProgressBar::ProgressBar(bool on, std::size_t total, double total_work, std::string unit)
     : on_(on),
       tty_(::isatty(2) != 0),
       total_(total),
       total_work_(total_work < 0 ? static_cast<double>(total) : total_work),
+      unit_(std::move(unit)),
       t0_(std::chrono::steady_clock::now()) {}
 
 void ProgressBar::update(std::size_t done, double work_done, const std::string& what) {
@@ -93,11 +95,14 @@ void ProgressBar::update(std::size_t done, double work_done, const std::string& 
     // A log (nohup, CI): one plain line a minute at most.
     if (el - last_line_s_ < kLineSeconds || done == 0 || done >= total_) return;
     last_line_s_ = el;
-    fmt::print(stderr, "attain: {}/{} ops after {}, ETA {} (next: {})\n", done, total_,
+    fmt::print(stderr, "attain: {}/{} {} after {}, ETA {} (next: {})\n", done, total_, unit_,
                human_secs(el), human_secs(eta), what);
     std::fflush(stderr);
     return;
   }
+  // Redrawn ten times a second at most: callers may report thousands of small steps.
+  if (done > 0 && done < total_ && el - last_draw_s_ < 0.1) return;
+  last_draw_s_ = el;
   const int width = 24;
   const int fill = total_ ? static_cast<int>(width * done / total_) : width;
   std::string label = what.size() > 48 ? what.substr(0, 45) + "..." : what;

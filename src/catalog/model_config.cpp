@@ -57,12 +57,7 @@ class Fields {
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view text, std::string_view name) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
-  }
+  const json j = parse_json_input(text, name);
   if (!j.is_object())
     throw InputError(fmt::format("{}: a model config must be a JSON object", name));
   const Fields f(j, name);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attain/bench.hpp"
 #include "attain/catalog.hpp"
 #include "attain/files.hpp"
 #include "attain/op.hpp"
@@ -239,7 +240,10 @@ int run_one(const Opts& o, const ModelWork& work, const FailureTable& ft) {
   const TrainingSetup s = make_setup(o, o.chips, work);
   const StepBreakdown b = step_time(s);
   const SimConfig c = make_sim(o, s, b, ft);
-  const MonteCarlo mc = monte_carlo(c, o.runs, o.seed, o.threads);
+  ProgressBar bar(!o.json, static_cast<std::size_t>(o.runs), -1, "runs");
+  const MonteCarlo mc = monte_carlo(c, o.runs, o.seed, o.threads, [&](int done) {
+    bar.update(static_cast<std::size_t>(done), "Monte Carlo runs");
+  });
   const CheckpointPlan& p = mc.plan;
 
   ojson j;
@@ -418,6 +422,11 @@ int run_sweep(const Opts& o, const ModelWork& work, const FailureTable& ft) {
       fixed, o.spares == "auto" ? "2% of nodes" : o.spares);
   t << fmt::format("{:>8} {:>9} {:>7} {:>6}  {:>15} {:>15} {:>15} {:>15}\n", "chips", "MTBF h",
                    "step s", "MFU", "fixed", "daly", "daly+spares", "async+spares");
+  // Progress over every run of every point and variant.
+  const std::size_t total_runs =
+      o.sweep.size() * std::size(variants) * static_cast<std::size_t>(o.runs);
+  ProgressBar bar(!o.json, total_runs, -1, "runs");
+  std::size_t runs_before = 0;
   for (std::int64_t want : o.sweep) {
     TrainingSetup s = make_setup(o, want, work);
     const Parallelism par = choose_parallelism(s);
@@ -437,7 +446,11 @@ int run_sweep(const Opts& o, const ModelWork& work, const FailureTable& ft) {
       if (!v.spares) ov.spares = "0";
       ov.no_timeline = true;
       const SimConfig c = make_sim(ov, s, b, ft);
-      const MonteCarlo mc = monte_carlo(c, o.runs, o.seed, o.threads);
+      const MonteCarlo mc = monte_carlo(c, o.runs, o.seed, o.threads, [&](int done) {
+        bar.update(runs_before + static_cast<std::size_t>(done),
+                   fmt::format("{} chips, {}", s.chips, v.name));
+      });
+      runs_before += static_cast<std::size_t>(o.runs);
       if (first) {
         pt["mtbf_h"] = num(mc.plan.mtbf_h);
         t << fmt::format("{:>9.2f} {:>7.2f} {:>6} ", finite_or(mc.plan.mtbf_h, 0), b.step_s,

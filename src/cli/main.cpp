@@ -1,17 +1,38 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <exception>
+#include <string>
+#include <system_error>
 
 #include "attain/op.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
 
+namespace {
+
+// Every error is one line, and a message that quotes a huge input is cut: the user typed it and
+// needs only enough to find it.
+std::string one_line(std::string what, std::size_t max) {
+  for (char& ch : what)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  if (what.size() > max) what = what.substr(0, max) + "...";
+  return what;
+}
+
+}  // namespace
+
+// Exit codes, the same for every subcommand: 0 done, 2 bad input (flags, files, specs), 3 a run
+// that could not finish (a peer rank timed out, the disk filled), 1 an internal error.
 int main(int argc, char** argv) {
   CLI::App app{
       "attain: how much of a chip's attainable performance its software reaches on LLM matrix ops"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("attain ") + ATTAIN_VERSION);
+  app.footer(
+      "Exit status: 0 done, 2 bad input, 3 a run that could not finish (a peer rank timed "
+      "out, the disk filled), 1 an internal error.");
   attain::cli::set_command_line(argc, argv);
   for (const auto& reg : attain::cli::commands()) reg(app);
   try {
@@ -23,21 +44,25 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Bad input like any other: one line, exit 2, quoting at most 160 characters of it.
-    std::string what = e.what();
-    for (char& ch : what)
-      if (ch == '\n') ch = ' ';
-    if (what.size() > 160) what = what.substr(0, 160) + "...";
-    fmt::print(stderr, "attain: error: {} (see --help)\n", what);
+    fmt::print(stderr, "attain: error: {} (see --help)\n", one_line(e.what(), 160));
     return 2;
   }
   try {
     return attain::cli::run_selected(app);
   } catch (const attain::InputError& e) {
-    fmt::print(stderr, "attain: error: {}\n", e.what());
+    fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
     return 2;
+  } catch (const attain::RuntimeFailure& e) {
+    fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
+    return 3;
+  } catch (const std::system_error& e) {
+    // Output the system refused (stdout on a full disk, a closed pipe): the run, not the input.
+    const int v = e.code().value();
+    const bool io = v == ENOSPC || v == EDQUOT || v == EFBIG || v == EIO || v == EPIPE;
+    fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
+    return io ? 3 : 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "attain: error: {}\n", e.what());
+    fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
     return 1;
   }
 }

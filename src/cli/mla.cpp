@@ -162,8 +162,12 @@ int run(const Args& a) {
   std::vector<std::unique_ptr<TensorSet>> sets;
   const bool absorbed = std::any_of(variants.begin(), variants.end(),
                                     [](const std::string& v) { return v != "separate_kv"; });
+  ProgressBar bar(!a.json, variants.size() + 1, -1, "steps");
+  bar.update(0, "input sets");
   if (absorbed) sets = make_sets(op, sl, nsets, a.seed);
+  std::size_t done = 1;
   for (const auto& v : variants) {
+    bar.update(done++, v);
     if (v == "attain")
       rows.push_back(run_absorbed("attain", make_mla_kernel, sets, ro, tc, flops, bytes));
     if (v == "naive")

@@ -34,7 +34,7 @@ const bool registered = add_command([](CLI::App& app) {
     std::string mode = "normal", dtype = "bf16", model, out, transport = "auto", backend,
                 scoring = "softmax", fault;
     double timeout = 30, skew = 0, scaling = 1.0;
-    bool json = false, no_overlap = false, no_contention = false;
+    bool json = false, no_overlap = false, no_contention = false, no_progress = false;
     std::uint64_t seed = 42;
   };
   auto o = std::make_shared<Opts>();
@@ -88,6 +88,8 @@ const bool registered = add_command([](CLI::App& app) {
       ->group("");
   sub->add_flag("--json", o->json, "print JSON");
   sub->add_option("--out", o->out, "also write the JSON to this file");
+  sub->add_flag("--no-progress", o->no_progress,
+                "no progress on stderr (a bar on a terminal, a line a minute in a log)");
   set_action(sub, [=] {
     moe::MoeBenchConfig c;
     if (!o->model.empty()) {
@@ -161,15 +163,16 @@ const bool registered = add_command([](CLI::App& app) {
     c.overlap = !o->no_overlap;
     c.contention = !o->no_contention;
     c.fault = o->fault;
+    c.progress = !o->no_progress && !o->json;
     c.gate.validate();
 
     moe::MpiSession mpi;  // the only subcommand that starts MPI
     moe::MoeBenchResult r;
     try {
       r = moe::run_moe_bench(c);
-    } catch (const moe::TimeoutError& e) {
+    } catch (const RuntimeFailure& e) {  // a peer timed out: it is gone, no collective finalize
       fmt::print(stderr, "attain: error: rank {}: {}\n", mpi.rank(), e.what());
-      moe::abort_job(3);  // the peer is gone: no collective MPI_Finalize
+      moe::abort_job(3);
     } catch (const std::exception& e) {
       if (mpi.size() == 1) throw;
       fmt::print(stderr, "attain: error: rank {}: {}\n", mpi.rank(), e.what());

@@ -79,12 +79,7 @@ double FailureTable::mttf_hours(std::int64_t chips, int chips_per_node) const {
 }
 
 FailureTable parse_failure_table(std::string_view json_text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
-  }
+  const json j = parse_json_input(json_text, origin);
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object", origin));
   FailureTable t;
   try {

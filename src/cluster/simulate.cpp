@@ -313,25 +313,42 @@ Stat summarize(const std::vector<double>& xs) {
   return s;
 }
 
-MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads) {
+double expected_interruptions(const SimConfig& c) {
+  const double pace_days = c.tokens_per_step / c.step_s * 86400;  // tokens a day, failure-free
+  const double days = c.days > 0 ? c.days : 2 * c.token_budget / pace_days;
+  return days *
+         (24 * c.failures.rate_per_hour(c.chips, c.chips_per_node) + c.failures.planned_per_day);
+}
+
+MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads,
+                       const std::function<void(int)>& progress) {
   if (runs <= 0) throw InputError("runs must be positive");
+  validate(c);
+  const double per_run = expected_interruptions(c);
+  if (!(per_run * runs <= kMaxInterruptions))
+    throw InputError(fmt::format(
+        "{} runs of {:.3g} expected interruptions each ({} chips) are over the limit of {:.0e} "
+        "interruptions: fewer runs, days or chips",
+        runs, per_run, c.chips, kMaxInterruptions));
   MonteCarlo mc;
   mc.plan = plan_checkpoints(c);
   mc.runs.resize(static_cast<std::size_t>(runs));
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, runs);
-  std::atomic<int> next{0};
-  auto worker = [&] {
+  std::atomic<int> next{0}, finished{0};
+  auto worker = [&](bool caller) {
     for (int i = next++; i < runs; i = next++) {
       SimConfig ci = c;
       ci.timeline = c.timeline && i == 0;
       std::uint64_t s = seed ^ (0xd1b54a32d192ed03ull * static_cast<std::uint64_t>(i + 1));
       mc.runs[static_cast<std::size_t>(i)] = simulate(ci, splitmix64(s));
+      const int done = ++finished;
+      if (caller && progress) progress(done);
     }
   };
   std::vector<std::thread> pool;
-  for (int k = 1; k < threads; ++k) pool.emplace_back(worker);
-  worker();
+  for (int k = 1; k < threads; ++k) pool.emplace_back(worker, false);
+  worker(true);
   for (auto& th : pool) th.join();
 
   auto stat = [&](auto field) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <system_error>
 
 #include "attain/op.hpp"
@@ -60,6 +61,14 @@ std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
   return text;
 }
 
+nlohmann::json parse_json_input(std::string_view text, std::string_view origin) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
+    throw InputError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
+  }
+}
+
 void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   const std::string name = p.string();
   std::error_code ec;
@@ -72,7 +81,10 @@ void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   const std::string tmp = name + fmt::format(".tmp{}", static_cast<long>(::getpid()));
   auto fail = [&](int e) {
     ::unlink(tmp.c_str());
-    throw InputError(fmt::format("cannot write '{}': {}", name, errno_text(e)));
+    const std::string what = fmt::format("cannot write '{}': {}", name, errno_text(e));
+    // A full disk, a quota or a size limit, an I/O error: the path was fine, the run was not.
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG || e == EIO) throw RuntimeFailure(what);
+    throw InputError(what);
   };
   {
     Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};

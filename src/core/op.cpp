@@ -34,9 +34,9 @@ std::int64_t parse_int(std::string_view key, std::string_view v) {
   std::int64_t x = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec == std::errc::result_out_of_range)
-    throw InputError(fmt::format("{}={} is out of range", key, v));
+    throw InputError(fmt::format("{}={} is out of range", excerpt(key), excerpt(v)));
   if (ec != std::errc() || p != v.data() + v.size())
-    throw InputError(fmt::format("{}={} is not an integer", key, v));
+    throw InputError(fmt::format("{}={} is not an integer", excerpt(key), excerpt(v)));
   return x;
 }
 
@@ -44,7 +44,7 @@ double parse_double(std::string_view key, std::string_view v) {
   double x = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || p != v.data() + v.size() || !std::isfinite(x))
-    throw InputError(fmt::format("{}={} is not a number", key, v));
+    throw InputError(fmt::format("{}={} is not a number", excerpt(key), excerpt(v)));
   return x;
 }
 
@@ -124,11 +124,18 @@ std::string Op::spec() const {
   return {};
 }
 
+std::string excerpt(std::string_view input) {
+  constexpr std::size_t kMax = 80;
+  if (input.size() <= kMax) return std::string(input);
+  return std::string(input.substr(0, kMax)) + "...";
+}
+
 Op Op::parse(std::string_view spec) {
   const auto colon = spec.find(':');
   if (colon == std::string_view::npos)
-    throw InputError(fmt::format(
-        "op spec '{}' has no ':' (expected e.g. gemm:m=8,n=4096,k=7168,dtype=bf16)", spec));
+    throw InputError(
+        fmt::format("op spec '{}' has no ':' (expected e.g. gemm:m=8,n=4096,k=7168,dtype=bf16)",
+                    excerpt(spec)));
   const auto kind_s = spec.substr(0, colon);
   Op op;
   if (kind_s == "gemm")
@@ -140,8 +147,9 @@ Op Op::parse(std::string_view spec) {
   else if (kind_s == "mla_decode")
     op.kind = OpKind::mla_decode;
   else
-    throw InputError(fmt::format(
-        "unknown op kind '{}' (known: gemm, batched_gemm, grouped_gemm, mla_decode)", kind_s));
+    throw InputError(
+        fmt::format("unknown op kind '{}' (known: gemm, batched_gemm, grouped_gemm, mla_decode)",
+                    excerpt(kind_s)));
 
   std::map<std::string, std::string, std::less<>> kv;
   std::string_view rest = spec.substr(colon + 1);
@@ -150,17 +158,19 @@ Op Op::parse(std::string_view spec) {
     const auto item = rest.substr(0, comma);
     const auto eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      throw InputError(fmt::format("op spec '{}': '{}' is not key=value", spec, item));
+      throw InputError(
+          fmt::format("op spec '{}': '{}' is not key=value", excerpt(spec), excerpt(item)));
     const std::string key(item.substr(0, eq));
     if (!kv.emplace(key, std::string(item.substr(eq + 1))).second)
-      throw InputError(fmt::format("op spec '{}': key '{}' given twice", spec, key));
+      throw InputError(
+          fmt::format("op spec '{}': key '{}' given twice", excerpt(spec), excerpt(key)));
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
   auto take = [&](std::string_view key, bool required) -> std::optional<std::string> {
     auto it = kv.find(key);
     if (it == kv.end()) {
-      if (required) throw InputError(fmt::format("op spec '{}': missing '{}'", spec, key));
+      if (required) throw InputError(fmt::format("op spec '{}': missing '{}'", excerpt(spec), key));
       return std::nullopt;
     }
     std::string v = it->second;
@@ -171,7 +181,9 @@ Op Op::parse(std::string_view spec) {
 
   const auto dts = take("dtype", true);
   const auto dt = parse_dtype(*dts);
-  if (!dt) throw InputError(fmt::format("unknown dtype '{}' (known: fp32, bf16, fp16, fp8)", *dts));
+  if (!dt)
+    throw InputError(
+        fmt::format("unknown dtype '{}' (known: fp32, bf16, fp16, fp8)", excerpt(*dts)));
   op.dtype = *dt;
   switch (op.kind) {
     case OpKind::gemm:
@@ -189,7 +201,7 @@ Op Op::parse(std::string_view spec) {
         else if (*v == "masked")
           op.layout = GroupedLayout::masked;
         else
-          throw InputError(fmt::format("layout={} (known: contiguous, masked)", *v));
+          throw InputError(fmt::format("layout={} (known: contiguous, masked)", excerpt(*v)));
       }
       break;
     case OpKind::mla_decode:
@@ -198,8 +210,8 @@ Op Op::parse(std::string_view spec) {
       break;
   }
   if (!kv.empty())
-    throw InputError(
-        fmt::format("op spec '{}': unknown key '{}' for {}", spec, kv.begin()->first, kind_s));
+    throw InputError(fmt::format("op spec '{}': unknown key '{}' for {}", excerpt(spec),
+                                 excerpt(kv.begin()->first), kind_s));
   op.validate();
   return op;
 }
@@ -210,7 +222,7 @@ Op Op::gemm_shape(std::string_view mxnxk, DType dt) {
   for (int i = 0; i < 3; ++i) {
     const auto x = rest.find('x');
     if ((i < 2) == (x == std::string_view::npos))
-      throw InputError(fmt::format("shape '{}' is not MxNxK", mxnxk));
+      throw InputError(fmt::format("shape '{}' is not MxNxK", excerpt(mxnxk)));
     d[i] = parse_int(i == 0 ? "M" : i == 1 ? "N" : "K", rest.substr(0, x));
     if (i < 2) rest = rest.substr(x + 1);
   }

@@ -100,12 +100,7 @@ double DeviceSpec::peak(DType dt) const {
 }
 
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-  }
+  const json j = parse_json_input(json_text, origin);
   if (!j.is_object())
     throw InputError(fmt::format("{}: a device file holds one JSON object", origin));
   const Reader r{j, origin};

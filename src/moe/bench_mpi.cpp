@@ -283,6 +283,16 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
   const GroupedLayout layout =
       c.mode == Mode::normal ? GroupedLayout::contiguous : GroupedLayout::masked;
 
+  // Progress in steps: verification, each timed repetition of each measurement, contention.
+  const int n = c.reps;
+  const bool mlp_part = c.overlap || c.contention;
+  const std::size_t steps = static_cast<std::size_t>(
+      1 + n + (mlp_part ? n : 0) + (c.overlap ? n + 1 : 0) + (c.contention ? 1 : 0));
+  ProgressBar bar(c.progress && me == 0, steps, -1, "steps");
+  std::size_t done = 0;
+  auto step = [&](const char* next) { bar.update(++done, next); };
+  bar.update(0, "verification");
+
   MoeBenchResult res;
   res.ranks = R;
   res.transport = std::string(transport_name(comm.transport()));
@@ -307,7 +317,7 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
     const auto rows = comm.plan(rt);
     if (notify_s) *notify_s = since(t0);
     std::int64_t cap = 0;
-    for (auto n : rows) cap += align_up(n, c.align);
+    for (auto rows_e : rows) cap += align_up(rows_e, c.align);
     return std::max<std::int64_t>(cap, 1);
   };
   double notify_s = 0;
@@ -335,8 +345,9 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
                                   : "another rank's check failed")
                   : fmt::format("rank {}: {}", me, why);
 
+  step("dispatch and combine");
+
   // ---- bandwidth and latency
-  const int n = c.reps;
   std::vector<double> dt(idx(n)), dx(idx(n)), dl(idx(n)), ct(idx(n)), cx(idx(n)), cl(idx(n));
   double dbytes = 0, cbytes = 0;
   for (int i = -1; i < n; ++i) {  // i = -1: warm-up
@@ -350,6 +361,7 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
     auto g = comm.combine(st, buf.output(), out.data());
     g.wait();
     if (i < 0) continue;
+    step(i + 1 < n ? "dispatch and combine" : "expert MLP");
     const OpTiming a = h.timing(), b = g.timing();
     dt[idx(i)] = a.total_s, dx[idx(i)] = a.transfer_s, dl[idx(i)] = a.local_s, dbytes = a.bytes_out;
     ct[idx(i)] = b.total_s, cx[idx(i)] = b.transfer_s, cl[idx(i)] = b.local_s, cbytes = b.bytes_out;
@@ -399,6 +411,7 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
     const auto t0 = Clock::now();
     mlp[0]->run();
     gemm[idx(i)] = since(t0);
+    step(i + 1 < n ? "expert MLP" : c.overlap ? "overlap" : "contention");
   }
   const double gemm_alone = median(gemm);
   res.gemm_gflops = mlp[0]->flops() / gemm_alone / 1e9;
@@ -431,6 +444,7 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
       c0.wait();
       c1.wait();
       const double to = since(t0);
+      step(i + 1 < n ? "overlap" : "contention");
       if (i < 0) continue;
       ser[idx(i)] = ts, ovl[idx(i)] = to, comm_b[idx(i)] = cb;
     }
@@ -478,6 +492,7 @@ MoeBenchResult run_moe_bench(const MoeBenchConfig& c) {
       h.wait();
       traffic += h.timing().total_s;
     }
+    step("results");
     std::vector<double> v = {median(runs), gemm_alone, traffic / pairs};
     all_max(v);
     res.gemm_alone_ms = v[1] * 1e3;

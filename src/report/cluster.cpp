@@ -256,12 +256,7 @@ void read_report_file(const std::filesystem::path& file, const std::string& labe
                       ReportFiles& into) {
   const std::string text = read_input_file(file, kMaxResultsBytes, "report input");
   const std::string origin = file.string();
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
-  }
+  const json j = parse_json_input(text, origin);
   try {
     switch (report_file_kind(j, origin)) {
       case ReportFileKind::results:

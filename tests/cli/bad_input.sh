@@ -16,6 +16,9 @@ head -c $((17 << 20)) /dev/zero | tr '\0' ' ' > "$TMP/big.json"
 expect_error 2 "over the limit of 16 MiB" -- $T "$ATTAIN" catalog --model "$TMP/big.json" --summary
 rm -f "$TMP/big.json"
 expect_error 2 "cannot read model config" -- $T "$ATTAIN" catalog --model "$TMP/missing.json" --summary
+# A number past double's range (found by the fuzzers): bad input like any other JSON error.
+printf '{"model_type":"llama","hidden_size":1e999}' > "$TMP/huge.json"
+expect_error 2 "not valid JSON" -- "$ATTAIN" catalog --model "$TMP/huge.json" --summary
 
 # An output that names a directory: refused, and nothing beside it.
 mkdir -p "$TMP/outdir"
@@ -36,6 +39,15 @@ expect_error 2 "status 'banana' (known: ok" -- "$ATTAIN" report "$TMP/banana.jso
 expect_error 2 "median_s 1e+308 outside" -- "$ATTAIN" compare "$TMP/slow.json" "$TMP/res.json"
 printf 'm,n,k,dtype,time_us\n8,4096,4096,bf16,1e-320\n' > "$TMP/tiny.csv"
 expect_error 2 "time_us 1e-320 outside" -- "$ATTAIN" import "$TMP/tiny.csv" --device h100-sxm -o "$TMP/t.json"
+# A write the disk cannot take (a file-size limit stands in for a full disk): the run could not
+# finish, exit 3, and neither the file nor its temp file is left.
+expect_error 3 "cannot write '.*full.json': File too large" -- bash -c \
+  'ulimit -f 8; trap "" XFSZ; exec "$0" catalog --suite llm-1055 --out "$1" > /dev/null' \
+  "$ATTAIN" "$TMP/full.json"
+[ ! -e "$TMP/full.json" ] || fail "a failed write left the file"
+# The same limit on stdout: exit 3 as well.
+expect_error 3 "File too large" -- bash -c \
+  'ulimit -f 8; trap "" XFSZ; exec "$0" catalog --suite llm-1055 > "$1"' "$ATTAIN" "$TMP/stdout.txt"
 leftovers=$(find "$TMP" -name "*.tmp*" | head -5)
 [ -z "$leftovers" ] || fail "temp files left behind: $leftovers"
 
@@ -63,6 +75,10 @@ expect_error 2 "GiB of memory" -- $T "$ATTAIN" bench --op gemm:m=65536,n=65536,k
 expect_error 2 "min-reps -5 outside" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --min-reps -5
 expect_error 2 "separate-kv-max-gb nan must be positive" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --separate-kv-max-gb nan
 expect_error 2 "GiB of memory" -- $T "$ATTAIN" mla -b 1000000 -s 100000 --heads 16
+# An error that quotes a huge input: one line, and the input cut.
+expect_error 2 "x\.\.\.': missing 'dtype'" -- "$ATTAIN" catalog --op "gemm:$(head -c 100000 /dev/zero | tr '\0' x)=1"
+[ "$(wc -l < "$TMP/err")" -eq 1 ] || fail "an input error takes more than one line"
+[ "$(wc -c < "$TMP/err")" -lt 600 ] || fail "an input error echoes its input back"
 # Parse errors: one line, exit 2, at most 160 characters of the input quoted.
 expect_error 2 "not expected: --nope" -- "$ATTAIN" bench --nope
 expect_error 2 "Could not convert" -- "$ATTAIN" bench --threads abc

@@ -5,6 +5,7 @@
 //     and six broadcasts of kf feed 12 FMAs.
 // pv: register tile of 6 query rows x 16 output columns: per token, two loads of V and six
 //     broadcasts of P feed 12 FMAs; the running output is rescaled by alpha on load.
+#include "attain/device.hpp"
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -243,8 +244,11 @@ float exp_sum(float* x, int n, float shift) {
 
 const Ukernels* avx2_ukernels() {
   static const Ukernels k{"avx2", 8, convert, qk, softmax, pv, dot, axpy, exp_sum};
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
+  // CPUID through the one detector (clang's __builtin_cpu_supports knows no "f16c").
+  static const bool ok = [] {
+    const CpuFeatures f = detect_cpu_features();
+    return f.avx2 && f.fma && f.f16c;
+  }();
   return ok ? &k : nullptr;
 }
 
