@@ -11,8 +11,9 @@
 //                 stopping early once the model says nothing left can win
 //   Scheduler     the choice at run time: the tuning cache's entry, else the nearest tuned
 //                 shape's schedule, else the model's best
-// `default` is gemm::Schedule{} — the engine's own fixed heuristic, one region of all threads,
-// batched and grouped items one after another.
+// `default` is gemm::Schedule{}: the engine's own fixed heuristic, one region of all threads,
+// batched and grouped items fused into one region where the engine judges it pays
+// (gemm::Fuse::automatic).
 #pragma once
 
 #include <cstdint>

@@ -49,9 +49,9 @@ double convert_s(DType t) {
 // Fraction of the FMA peak the kernels reach: the decode kernel (few rows of A per W row, a
 // reduction per output) and the packed micro-kernel in steady state.
 constexpr double kDecodeEff = 0.45;
-// Fraction of the probed read bandwidth the decode kernel streams W at (measured 0.55-0.65 on
-// the Zen 5 guest, docs/tuning.md): estimates in real seconds make --explain readable and the
-// search's early stop less dependent on its correction factor.
+// Fraction of the probed read bandwidth the decode kernel streams W at (0.55-0.65 on the Zen 5
+// guest): estimates in real seconds make --explain readable and the search's early stop less
+// dependent on its correction factor.
 constexpr double kDecodeBwEff = 0.62;
 constexpr double kPackedEff = 0.85;
 // The direct kernel: its FMA efficiency on the padded panel width, and its floor per W element

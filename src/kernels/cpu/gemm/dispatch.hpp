@@ -141,15 +141,9 @@ bool decodes_bf16_pairs(const Params& p, const KernelFamily& f);
 // may not.
 bool decodes_panel(const Params& p, const KernelFamily& f);
 // The panel kernel's packed A per K chunk (DecodeArgs::panel_bytes): a quarter of this CPU's L1d
-// (32 KiB if unreported), 8 KiB to kDecodePanelChunkBytes. Zen 4 (32 KiB L1d), 2 threads, cold,
-// min of 3, 16 KiB against 32: bf16 pairs M = 8 x 4096 x 14336 1.29x, 6 x 7168 x 2048 1.20x, fp32
-// and fp16 level; Zen 5 (48 KiB): 24 KiB level with 32, 16 KiB 0.96x - while each chunk ran over
-// all of a thread's W rows. Since the rows go in groups that take every chunk in turn
-// (kDecodePanelGroupRows), a chunk's size no longer sets how long a piece of W is read: 8 KiB
-// against 16 on Zen 4, two runs of 3-4 rounds, min: bf16 8 x 4096 x 14336 1.15-1.19x, fp32 6 x
-// 7168 x 1024 1.06-1.10x, batched 128 x (8 x 128 x 2048) fp32 1.07x, bf16 8 x 16384 x 4096
-// 1.02-1.03x, 8 x 7168 x 2048 0.99-1.01x, batched 32 x (8 x 2048 x 768) fp32 0.98x (geomean 1.05-
-// 1.07x); 32 KiB 0.93x.
+// (32 KiB if unreported), 8 KiB to kDecodePanelChunkBytes. The rows go in groups that take every
+// chunk in turn (kDecodePanelGroupRows), so a chunk's size does not set how long a piece of W is
+// read; a quarter of the L1d is the fastest (8 KiB against 16 and 32 on Zen 4).
 std::int64_t decode_panel_bytes();
 // Whether the decode kernel for p uses Schedule::decode_k_tile (the bf16 pairs and the panel
 // kernel not; the fp8 pairs from more than kDecodeRows rows of A, as its K chunk).

@@ -122,10 +122,9 @@ struct Problem {
   // width) values at + b * P (DirectScales::a).
   bool scaled = false;
   float* as = nullptr;
-  // ...packed by the blocks themselves, each its own panels a KC block at a time, where the
-  // blocks split M into whole panels (threads_n 1): no block waits for the others' pieces, and
-  // none reads A^T another core wrote (Zen 4, 2 threads, attain bench against the shared
-  // pieces, 3-5 rounds: 128 x 128 x 2048 fp32 / bf16 in cache 1.02-1.05x, cold 0.9-1.11x).
+  // ...packed by the blocks themselves, each its own panels a KC block at a time, where the blocks
+  // split M into whole panels (threads_n 1): no block waits for the others' pieces, and none reads
+  // A^T another core wrote.
   bool at_in_block = false;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K
@@ -198,9 +197,9 @@ template <class At>
 void pack_fp8_pairs(const Problem& pr, int rows, std::int64_t kc, int R, At at, float* tmp,
                     float* dst) {
   const bool vbmi = detail::cpu_info().avx512vbmi;  // pairs run only in the AVX-512 family
-  // The rows are short runs (kc bytes, 8 lines at KC 512) at a stride of K: the lookups waited
-  // on each row's first lines. Fetching the row four on while this one converts halved the
-  // conversion's share of 128 x 7168 x 2048 fp8 (16% -> 8%, 1 thread, perf).
+  // The rows are short runs (kc bytes, 8 lines at KC 512) at a stride of K: the lookups wait on
+  // each row's first lines. Fetching the row four on while this one converts halves the
+  // conversion's share of an fp8 product.
   constexpr int kAheadRows = 4;
   for (int r = 0; r < rows; ++r) {
     float* f = tmp + r * kc;
@@ -470,8 +469,7 @@ void packed_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   // (MC past the block's rows packs no more of A: the buffers are sized by the rows.)
   const std::int64_t KC = pr.s.kc, MC = std::min<std::int64_t>(pr.s.mc, round_up(m1 - m0, MR));
   // Columns in equal blocks of at most the schedule's NC (whole NR panels): 1056 columns as 544 +
-  // 512, not 1024 + 32 - a block of 32 columns packs all of A for them (1024 x 2112 x 7168 fp32
-  // at 2 threads, each thread's 1056 columns).
+  // 512, not 1024 + 32 - a block of 32 columns packs all of A for them.
   const std::int64_t NC = [&] {
     const std::int64_t cols = n1 - n0, blocks = ceil_div(cols, pr.s.nc);
     return std::min<std::int64_t>(pr.s.nc, round_up(ceil_div(cols, blocks), NR));
@@ -738,14 +736,12 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const std::int64_t scales = pr.scaled ? R * ceil_div(std::min(KC, p.k), kFp8Block) : 0;
   float* wtile = tiled ? workspace().tmp.get(R * ldt + scales) : nullptr;
   float* wscale = pr.scaled ? wtile + R * ldt : nullptr;
-  // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's
-  // rows from registers: with pr.ct (round16 from an fp32 tile: batched 8 x (2048 x 512 x 128)
-  // bf16 spent a tenth of its time there; 1.03-1.13x), and without it on the families whose
-  // kernel transposes its sums in registers (direct_writes_rows; Zen 4, 2 threads, cold: bf16
-  // 128 x 32768 x 512 1.09-1.13x, 64 x 2112 x 7168 1.07-1.09x). Otherwise an fp32 tile of the
-  // block (with pr.ct its rows are the caller's rows [n0, n1)), rounded once at the end: a
-  // scalar write of C^T to 16 bits was 0.67-0.72x on 128 x 32768 x 512 bf16, and rounding the
-  // tile in strips of 96 columns as they are done was level with the whole tile.
+  // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's rows
+  // from registers: with pr.ct (round16 from an fp32 tile costs a tenth of a short-K bf16 product),
+  // and without it on the families whose kernel transposes its sums in registers
+  // (direct_writes_rows). Otherwise an fp32 tile of the block (with pr.ct its rows are the caller's
+  // rows [n0, n1)), rounded once at the end: a scalar write of C^T to 16 bits is slower, and
+  // rounding the tile in strips as they are done gains nothing over the whole tile.
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
   const bool staged = to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= KC);
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
@@ -865,20 +861,19 @@ void check(const Params& p, bool fused) {
 }
 
 // Thread grid: the (tm, tn) with tm * tn = threads that minimises the busiest thread's work,
-// counting padded micro-tiles (compute) and the elements it packs (A once per NC block,
-// B once), a packed element weighted like 16 flops (32 on bf16 pairs). With `split` (the caller
-// left split_k to the engine) it also weighs tm * tn * slices = threads: each thread packs and
-// multiplies a K slice, at the cost of the caller summing the slices' fp32 partials (weighted like
-// packing). Only small C qualifies (its partials stay in L2): there, each grid packs one operand
-// twice while slices pack nothing twice (128x128x2048 fp32, 2 threads, warm: 226 us against
-// 233-245).
+// counting padded micro-tiles (compute) and the elements it packs (A once per NC block, B once), a
+// packed element weighted like 16 flops (32 on bf16 pairs). With `split` (the caller left split_k
+// to the engine) it also weighs tm * tn * slices = threads: each thread packs and multiplies a K
+// slice, at the cost of the caller summing the slices' fp32 partials (weighted like packing). Only
+// small C qualifies (its partials stay in L2): there, each grid packs one operand twice while
+// slices pack nothing twice.
 void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int threads, bool split,
                  Schedule& s) {
   double best = std::numeric_limits<double>::max();
   const bool small_c = p.m * p.n <= 64 * 1024;
-  // A packed element costs about 16 flops of the fp32 kernel, 32 where the kernel multiplies
-  // bf16 pairs at twice the rate (2048x512x128 and 512x128x128, 2 threads: grid 2x1 against
-  // 1x2 1.07-1.18x faster in fp32, 1.13-1.39x in bf16; at 8 the model picked 1x2).
+  // A packed element costs about 16 flops of the fp32 kernel, 32 where the kernel multiplies bf16
+  // pairs at twice the rate (a lower weight makes the model pick grids that run slower: 1x2 where
+  // 2x1 is faster).
   const double pack_flops = detail::multiplies_bf16_pairs(p, f) ? 32.0 : 16.0;
   for (int sp = 1; sp <= (split && small_c ? threads : 1); ++sp) {
     if (threads % sp != 0 || (sp > 1 && p.k < 256 * sp)) continue;
@@ -901,10 +896,10 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
   }
 }
 
-// Whether the direct path's threads split M for these operands (`blocks` of them): few columns
-// (the table's direct_split_max_n) and whole panels of A^T, as many for each thread, the last
-// thread's rows at least 7/8 of the others' (96 rows as 64 + 32 ran 0.78-0.93x of the N split:
-// fp32 96 x 128 x 2048 and 96 x 192 x 512, 2 threads, Zen 4).
+// Whether the direct path's threads split M for these operands (`blocks` of them): few columns (the
+// table's direct_split_max_n) and whole panels of A^T, as many for each thread, the last thread's
+// rows at least 7/8 of the others' (a short last panel, 96 rows as 64 + 32, runs slower than the N
+// split).
 bool direct_split_m(const Params& p, const KernelFamily& f, const Blocking& b, int blocks) {
   if (b.direct_split_max_n <= 0 || p.n > b.direct_split_max_n || blocks <= 1) return false;
   const std::int64_t panels = ceil_div(p.m, f.direct_panel);
@@ -949,11 +944,10 @@ Schedule resolve_with(const Params& p, int blocks) {
   const bool k2 = b.direct_min_m_k2 > 0 && !conv && detail::direct_on_k_pairs(p, f) &&
                   p.m >= b.direct_min_m_k2 && p.k >= b.direct_min_k_k2;
   if (s.path == Path::automatic && !s.swap) {
-    // Decode when the weights dominate the traffic and there are too few rows of A to
-    // amortise packing them: M up to the table's measured crossover, W stored (N, K).
+    // Decode when the weights dominate the traffic and there are too few rows of A to amortise
+    // packing them: M up to the table's crossover, W stored (N, K).
     const bool pairs = detail::multiplies_bf16_pairs(p, f);
-    // fp8 x fp8 decoded as bf16 pairs beats the packed path up to the decode kernel's limit
-    // (2 threads, N=7168 K=2048 and N=2112 K=7168: decode 1.8x faster at M=32, 1.05-1.1x at 64).
+    // fp8 x fp8 decoded as bf16 pairs beats the packed path up to the decode kernel's limit.
     const int max_m = p.b_type == DType::f32            ? b.decode_max_m_f32
                       : detail::decodes_fp8_pairs(p, f) ? static_cast<int>(detail::kDecodeMaxM)
                       : pairs && p.b_type == DType::fp8 ? b.decode_max_m_fp8_pairs
@@ -969,19 +963,14 @@ Schedule resolve_with(const Params& p, int blocks) {
     // scales) it stays packed.
     const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;
     // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
-    // operands for them, the direct path only A^T (threads split M where that divides evenly,
-    // N otherwise); bf16 pairs and converted W from above their decode crossover. Zen 4, 1 and
-    // 2 threads, cold, against the default before (decode or packed, or the uneven M split):
-    // fp32 M x N x K = 64 x 128 x 2048 1.43-1.51x, 32 x 192 x 512 1.78-1.93x, batched 8 x (16 x
-    // 128 x 8192) 1.36x, 96 x 128 x 2048 1.14-1.18x, 160 x 192 x 2048 1.14-1.20x, 192 x 128 x
-    // 2048 0.98-1.06x; bf16 pairs 64 x 192 x 2048 1.25-1.50x, 160 x 128 x 2048 1.05-1.27x, 192 x
-    // 128 x 512 0.90-1.07x; fp16 W 96 x 192 x 2048 1.08-1.24x, 160 x 128 x 512 0.82-0.98x (at M
-    // 16-32 the decode path ran bf16 1.0-1.37x and at 32-64 fp16 1.05-1.18x faster).
+    // operands for them, the direct path only A^T (threads split M where that divides evenly, N
+    // otherwise); bf16 pairs and converted W from above their decode crossover, below which the
+    // decode path stays faster.
     const bool few_cols = b.direct_split_max_n > 0 && p.n < b.direct_min_n &&
                           2 * p.n >= b.direct_min_n && direct_m(p) &&
                           ((!conv && !words) || p.m > max_m);
     // K: on the fp32 route from direct_min_k; on bf16 pairs at or below their decode crossover
-    // outside the table's decode window (the table has the figures), any K above it.
+    // outside the table's decode window (dispatch.cpp's kTable says why), any K above it.
     const bool k_ok = words
                           ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
                           : p.k >= b.direct_min_k;
@@ -991,30 +980,16 @@ Schedule resolve_with(const Params& p, int blocks) {
         (p.n >= b.direct_min_n || few_cols) && ((direct_m(p) && (k_ok || fp8_direct)) || k2))
       s.path = Path::direct;
     if (s.split_k > 1 && detail::decode_ok(p, false)) s.path = Path::decode;
-    // Few columns against many rows (attention's N = head_dim): the packed path would pack all
-    // of A for N columns, and the direct path A^T (M x K); the direct path on the swapped
-    // operands reads A's rows in place, packs W^T (N x K) once and writes C's rows as vectors
-    // (any K: no transposed write to amortize). Zen 4 (swap_min_m 192), 2 threads, cold,
-    // against the direct path: fp32 M x N x K = 192 x 128 x 2048 1.20x, 256 x 128 x 2048 1.30x,
-    // 256 x 256 x 2048 1.16x, 192 x 256 x 512 1.05x; bf16 pairs 256 x 128 x 512 1.25x, 192 x 192
-    // x 512 0.89x; fp16 W 256 x 128 x 2048 1.31x; against the packed path: fp32 320 x 128 x 512
-    // 1.37x, 384 x 256 x 2048 1.23x, bf16 320 x 128 x 2048 1.35x, fp16 384 x 128 x 2048 1.38x;
-    // 1 thread 1.05-1.27x on 9 of those; M = 160 mixed (0.95-1.21x), M <= 128 the direct path.
-    // With at least twice as many rows as columns up to swap_max_n_tall (512 on Zen 4), against
-    // the packed path: bf16 4096 x 512 x 2048 1.34x, 2048 x 512 x 512 1.19x, 1024 x 512 x 128
-    // 1.18x, 2048 x 512 x 4096 1.13x; fp32 2048 x 512 x 128 1.15x, 2048 x 448 x 1024 1.13x,
-    // 1024 x 384 x 1024 1.07x, 4096 x 512 x 2048 1.00x; fp16 2048 x 512 x 128 1.15x.
-    // Large products, from swap_large_min_m (above the direct path's rows) and N up to
-    // swap_large_max_n (4096 on Zen 4) while W^T stays within kDirectMaxAtBytes: A's rows
-    // broadcast where they are stored against W^T packed 64 wide, K blocks of the direct path's
-    // budget (oneDNN's brgemm structure) instead of packing both operands. Zen 4, cold, in one
-    // process, against the packed path, 2 / 1 threads: fp32 2048^3 1.04x / 1.08x, 2048 x 1024 x
-    // 4096 1.05x / 1.05x, 2048 x 4096 x 1024 1.03x, 4096 x 2048 x 1024 1.04x, 2048 x 768 x 4096
-    // 1.05x, 1280 x 2048 x 2048 1.03x, 1536 x 1536 x 2048 1.02x, 4096 x 4096 x 2048 1.02x; bf16
-    // pairs 2048^3 1.08x / 1.08x, 2048 x 4096 x 1024 1.07x / 1.07x (bf16 C too); fp16 2048^3
-    // 1.04x; N = 8192 level (2048 x 8192 x 1024 fp32 0.98-1.00x, K blocks of 256-1024). Short K
-    // on bf16 pairs stays packed: batched 8 x (16384 x 2048 x 64) 0.88-0.91x (fp32 1.17x, bf16 at
-    // K = 128 1.13-1.16x).
+    // Few columns against many rows (attention's N = head_dim): the packed path would pack all of A
+    // for N columns, and the direct path A^T (M x K); the direct path on the swapped operands reads
+    // A's rows in place, packs W^T (N x K) once and writes C's rows as vectors (any K: no
+    // transposed write to amortize). From swap_min_m rows (192 on Zen 4: at M = 160 it is mixed, at
+    // M <= 128 the direct path wins), and up to swap_max_n_tall columns (512 on Zen 4) where there
+    // are at least twice as many rows as columns. Large products, from swap_large_min_m (above the
+    // direct path's rows) and N up to swap_large_max_n (4096 on Zen 4) while W^T stays within
+    // kDirectMaxAtBytes: A's rows broadcast where they are stored against W^T packed 64 wide, K
+    // blocks of the direct path's budget (oneDNN's brgemm structure) instead of packing both
+    // operands. Short K on bf16 pairs stays packed (K < 128).
     const bool large =
         b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m && (!words || p.k >= 128);
     const int swap_n = large                                     ? b.swap_large_max_n
@@ -1022,32 +997,21 @@ Schedule resolve_with(const Params& p, int blocks) {
                                                                  : b.swap_max_n;
     // A short K from swap_short_min_m rows (128 on Zen 4) where N <= M: the plain direct path
     // writes each tile transposed (six values to each of 64 rows), the swapped one C's rows as
-    // vectors. Zen 4, 2 threads, cold, in one process, against the default: batched 128 x (128 x
-    // 128 x K) bf16 (bf16 C) K = 128 1.25x, 192 1.15x, 256 1.20x, 512 1.09x, K = 1024 (32 x) level;
-    // fp32 K = 192 1.09x, 512 1.06x; fp16 K = 256 1.10x; 128 x (160 x 128 x 192) bf16 1.38x, 128 x
-    // (128 x 64 x 192) fp32 1.27x; gemm 128 x 128 x 256 fp32 1.15x, 128 x 128 x 512 bf16 1.11x;
-    // N > M lost (128 x 256 x 256 fp32 0.95x, bf16 level).
+    // vectors. Where N > M the plain direct path stays.
     const bool short_k = b.swap_short_min_m > 0 && p.m >= b.swap_short_min_m &&
                          p.k <= b.swap_short_max_k && p.n <= p.m;
     // Below swap_min_m rows, where the packed path would run for fewer columns than the plain
-    // direct path takes (N < direct_min_n / 2): 2 threads, cold, in one process, against the
-    // packed path: fp32 128 x 64 x 2048 1.41x, 128 x 32 x 4096 1.45x, 48 x 64 x 2048 1.35x, 64 x
-    // 96 x 1024 1.44x; bf16 96 x 64 x 2048 1.51x, 40 x 64 x 4096 1.40x; fp16 64 x 32 x 1024 level.
+    // direct path takes (N < direct_min_n / 2).
     const bool narrow = s.path == Path::packed && 2 * p.n < b.direct_min_n;
     if ((s.path == Path::packed || s.path == Path::direct) && s.split_k <= 1 && b.swap_min_m > 0 &&
         (p.m >= b.swap_min_m || short_k || narrow) && detail::swap_ok(p, f) &&
         direct_m(detail::swapped(p), swap_n))
       s.swap = true;
-    // Fewer columns than the swapped direct path's minimum (an MoE router's 8 experts, a
-    // GEMV-like product) where the packed path would run (padding N to its 32-wide panels and
-    // packing all of A): the swapped operands, A's rows streamed once against the few rows of W
-    // in cache - on the decode path, or for fp32 from direct_min_m_k2 columns on the direct
-    // path's k pairs (one panel of W^T). Zen 4, 2 threads, cold, in one process, against the
-    // packed path: fp32 2048 x 8 x 4096 2.5x (decode; k pairs 1.19x faster again), 128 x 8 x
-    // 4096 3.8x, 64 x 8 x 4096 2.8x, 256 x 4 x 4096 3.2x, 2048 x 1 x 4096 5.1x; bf16 2048 x 8 x
-    // 4096 3.2x, 128 x 8 x 4096 2.8x, 48 x 8 x 2048 2.2x, 1024 x 11 x 2048 2.3x; fp16 1024 x 16 x
-    // 2048 2.5x, 512 x 8 x 7168 5.9x. fp32 k pairs against decode: 512 x 6 x 2048 1.18x, 128 x 8
-    // x 7168 1.10x, 1024 x 8 x 1024 1.11x.
+    // Fewer columns than the swapped direct path's minimum (an MoE router's 8 experts, a GEMV-like
+    // product) where the packed path would run (padding N to its 32-wide panels and packing all of
+    // A): the swapped operands, A's rows streamed once against the few rows of W in cache - on the
+    // decode path, or for fp32 from direct_min_m_k2 columns on the direct path's k pairs (one panel
+    // of W^T). This runs 2-6x faster than the packed path.
     if (s.path == Path::packed && !s.swap && s.split_k <= 1 && b.swap_min_m > 0 && p.n >= 1 &&
         detail::swap_ok(p, f)) {
       const Params q = detail::swapped(p);
@@ -1064,9 +1028,8 @@ Schedule resolve_with(const Params& p, int blocks) {
     q.schedule = s;
     q.schedule.swap = false;
     q.schedule.path = s.path == Path::decode ? Path::decode : Path::direct;
-    // Threads split the caller's rows (A, read in place, is the large operand: splitting the
-    // W^T panels instead made every thread read all of it: 512x128x128 bf16 0.073-0.080 ms
-    // against 0.043-0.056).
+    // Threads split the caller's rows (A, read in place, is the large operand: splitting the W^T
+    // panels instead makes every thread read all of it).
     if (q.schedule.threads_m * q.schedule.threads_n == 0) {
       q.schedule.threads_m = 1;
       q.schedule.threads_n = std::max(1, blocks);
@@ -1089,12 +1052,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     if (s.kc == 0) {
       const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
       const std::int64_t bytes = words ? 2 : 4;  // per A value
-      // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that
-      // make one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's
-      // rows then stream whole, not in pieces of direct_max_kc read far apart (Zen 4, 2 threads,
-      // cold, attain bench against 4096: bf16 32 x 4096 x 14336 1.12x, 16 x 4096 x 14336 1.09x,
-      // fp32 32 x 2112 x 7168 1.17x, 8 x 2112 x 7168 1.09x; M = 64 and fp32 8 x 4096 x 14336
-      // level).
+      // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that make
+      // one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's rows
+      // then stream whole, not in pieces of direct_max_kc read far apart.
       const std::int64_t cap = conv                     ? 1024
                                : rows <= f.direct_panel ? std::int64_t{1} << 40
                                                         : b.direct_max_kc;
@@ -1103,10 +1063,9 @@ Schedule resolve_with(const Params& p, int blocks) {
       const std::int64_t kblocks = ceil_div(std::max<std::int64_t>(p.k, 1), most);
       s.kc = static_cast<int>(round_up(ceil_div(std::max<std::int64_t>(p.k, 1), kblocks), unit));
     }
-    // A KC past K is one block of all of K, the schedule of KC = K rounded as above: resolved
-    // to it, so that the tuner (which tells candidates apart by their resolved description)
-    // does not measure one schedule as several (batched 8 x (2048x512x128) bf16: kc 128, 512,
-    // 1024 and 2048 measured 5.6-6.8 ms, and the fastest draw won).
+    // A KC past K is one block of all of K, the schedule of KC = K rounded as above: resolved to
+    // it, so that the tuner (which tells candidates apart by their resolved description) does not
+    // measure one schedule as several and keep whichever draw ran fastest.
     s.kc = static_cast<int>(
         std::min<std::int64_t>(s.kc, round_up(std::max<std::int64_t>(p.k, 1), unit)));
   }
@@ -1118,10 +1077,9 @@ Schedule resolve_with(const Params& p, int blocks) {
     return std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16);
   }();
   // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place, K
-  // spans more than one KC block and N at least one mk column block (fp32, 2 threads, in one
-  // process: N >= 512 1.03-1.10x; narrower, where A's stream outweighs B's, 256 x 256 x 4096
-  // 0.94x and 256 x 128 x 2048 0.97x in attain bench); mk where the sums go through the fp32
-  // tile (16-bit C) or one K block leaves the orders equal but for NC.
+  // spans more than one KC block and N at least one mk column block (narrower, A's stream outweighs
+  // B's and mk stays ahead); mk where the sums go through the fp32 tile (16-bit C) or one K block
+  // leaves the orders equal but for NC.
   if (s.order == Order::automatic)
     s.order = s.path == Path::packed && p.k > s.kc && p.n >= (s.nc > 0 ? s.nc : mk_nc) ? Order::km
                                                                                        : Order::mk;
@@ -1134,17 +1092,15 @@ Schedule resolve_with(const Params& p, int blocks) {
   }
   if (s.nc == 0) s.nc = static_cast<int>(mk_nc);
   s.nc = static_cast<int>(round_up(s.nc, f.nr));
-  // A k_tile the decode kernel plays no part in resolves to the default: schedules that differ
-  // only there are the same schedule (the tuner measured each as a candidate of its own).
+  // A k_tile the decode kernel plays no part in resolves to the default: schedules that differ only
+  // there are the same schedule, and the tuner must not measure them as candidates of their own.
   if (s.decode_k_tile == 0 || !detail::decode_uses_k_tile(p, f)) {
     // 4 KiB of each W row per tile (1024 fp32, 2048 bf16 / fp16, 4096 fp8): fewer tile switches
-    // and, where one tile covers K, sums reduced straight from registers (fp8 M=1,
-    // 16384x4096, 2 threads: 1.83 -> 1.41 ms against 1024). Rows of up to 8 KiB are one tile
-    // (fp32 M=4..16, N=24576, K=1536, 2 threads: 6-16% faster than 768 + 768). W tiles the
-    // decode kernel converts once into fp32 scratch (fp8 / fp16 with more rows of A than a
-    // register block, >= 3 on some ISAs) stay at 1024: 16 KiB of L1. The fp8 pairs decode's K
-    // chunk (more than one block of rows of A) is 4096 values, 16 KiB of a group's four rows
-    // (in cache, 8 x 64 x 7168 and 8 x 32 x 18432: 1024 0.94-0.96x, 2048 and 8192 level).
+    // and, where one tile covers K, sums reduced straight from registers. Rows of up to 8 KiB are
+    // one tile rather than two halves. W tiles the decode kernel converts once into fp32 scratch
+    // (fp8 / fp16 with more rows of A than a register block, >= 3 on some ISAs) stay at 1024: 16
+    // KiB of L1. The fp8 pairs decode's K chunk (more than one block of rows of A) is 4096 values,
+    // 16 KiB of a group's four rows (1024 is slower, longer chunks no faster).
     const bool converted = (p.b_type == DType::fp8 || p.b_type == DType::f16) && p.m > 2;
     const std::int64_t row_bytes = p.k * static_cast<std::int64_t>(dtype_size(p.b_type));
     s.decode_k_tile = detail::decodes_fp8_pairs(p, f) ? 4096
@@ -1294,9 +1250,8 @@ void run_block(const Block& b) {
   packed_block(*b.pr, b.m0, b.m1, b.n0, b.n1, b.slice);
 }
 
-// Below these single-thread times a job runs on the caller alone: waking a sleeping worker
-// costs 50-150 us on a VM (measured: a 9 us op took 160 us on 2 threads after an LLC flush had
-// put the worker to sleep, and the futex wake alone cost the caller ~50 us); a spinning worker
+// Below these single-thread times a job runs on the caller alone: waking a sleeping worker costs
+// 50-150 us on a VM (a futex wake, and a worker put to sleep by an LLC flush); a spinning worker
 // joins in about a microsecond.
 constexpr double kMinParallelNsSleeping = 300e3, kMinParallelNsSpinning = 4e3;
 
@@ -1345,14 +1300,14 @@ void convert_decode_a(const Problem& pr, std::int64_t i0, std::int64_t i1, float
       pr.fam->convert(a_at(pr, i, q), p.a_type, 1, a_scale(pr, i, q), pr.e4m3, buf + i * p.k + q);
 }
 
-// Runs the blocks in one parallel region of at most `threads` threads, each block claimed once
-// from a shared counter: block t goes to the t-th thread to arrive (with as many blocks as
-// threads, the engine's thread grid), more blocks are taken largest first. A worker that is
-// slow to wake finds its block already done by the caller instead of holding it up.
-// The direct path's A^T pieces run first, in the same region: tasks are claimed in order from one
-// counter, so once a thread claims a block every piece has been claimed by a thread running it
-// (a piece never waits), and the block waits only for them to finish - one fork/join per call
-// instead of two (about 6 us each on this VM: a batch of small swapped products paid it per item).
+// Runs the blocks in one parallel region of at most `threads` threads, each block claimed once from
+// a shared counter: block t goes to the t-th thread to arrive (with as many blocks as threads, the
+// engine's thread grid), more blocks are taken largest first. A worker that is slow to wake finds
+// its block already done by the caller instead of holding it up. The direct path's A^T pieces run
+// first, in the same region: tasks are claimed in order from one counter, so once a thread claims a
+// block every piece has been claimed by a thread running it (a piece never waits), and the block
+// waits only for them to finish - one fork/join per call instead of two, which a batch of small
+// products would otherwise pay per item.
 void execute(std::vector<Block>& blocks, const std::vector<Pack>& packs, int threads) {
   if (blocks.empty() && packs.empty()) return;
   // Largest first; equal costs in the order add_blocks made them (problem, then rows, columns,
@@ -1466,11 +1421,10 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
         pr.a16 = static_cast<const std::uint16_t*>(p.a);
         pr.lda16 = pr.lda;
       } else if (pr.pairs_decode != nullptr || p.a_type != DType::f32 || p.trans_a != Trans::N) {
-        // A converted (small: M <= 64 rows) by the region's threads before the blocks, rows
-        // shared out (the caller alone converted it before the region while the workers
-        // waited: 9% of batch=8 x (4x128x2048) fp16, perf): fp8 as bf16 (half the floats of
-        // the buffer reserved for it), scales kept apart; otherwise fp32 rows with the scales
-        // applied.
+        // A converted (small: M <= 64 rows) by the region's threads before the blocks, rows shared
+        // out, so that the workers do not wait while the caller converts it alone: fp8 as bf16
+        // (half the floats of the buffer reserved for it), scales kept apart; otherwise fp32 rows
+        // with the scales applied.
         float* buf = conv_buf;
         conv_buf += decode_a_floats(pr);
         const std::int64_t rows = ceil_div(p.m, std::max(1, threads));
@@ -1785,8 +1739,8 @@ void drop_empty(std::vector<Params>& v, std::size_t first) {
           v.end());
 }
 
-// A fork/join of the pool in rough_ns's units (a few microseconds on this machine: the batched
-// decode products of 128 items ran 0.6-0.7 ms faster in one region).
+// A fork/join of the pool in rough_ns's units (a few microseconds): work under it runs in one
+// region rather than one per item.
 constexpr double kRegionRoughNs = 8e3;
 
 // Fuse::automatic's choice for a call's items (expanded, empty ones included) on `threads`.

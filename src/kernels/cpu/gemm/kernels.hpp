@@ -56,32 +56,26 @@ using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::in
 // W rows into L2.
 inline constexpr std::int64_t kDecodeStreamedBytes = std::int64_t{1} << 20;
 
-// The line this many bytes further on in memory than the one a decode loop reads, prefetched
-// into L2 (with --stages > 1) by the panel kernel on 16-bit W (decode_panel_avx512.hpp) and by
-// the loops that read short W rows one after another in address order (the fp8 and bf16 pairs
-// decodes' row order, the fp32 route's row_order) with more than one dot or FMA chain per 64
-// bytes (two or more rows of A, or fp8's conversion). With one row of A and no conversion the
-// hardware prefetcher alone keeps up and the prefetches only cost (twenty-ninth session: bf16 1 x
-// 16384 x 4096 0.64-0.79x, fp32 1 x 7168 x 2048 0.77-0.86x). W in cache pays 0-4% for them (--hot,
-// 2 x 2048 x 512 fp32, 1 x 256 x 2048 fp8, batched 8 x (4x2048x128) bf16).
+// The line this many bytes further on in memory than the one a decode loop reads, prefetched into
+// L2 (with --stages > 1) by the panel kernel on 16-bit W (decode_panel_avx512.hpp) and by the loops
+// that read short W rows one after another in address order (the fp8 and bf16 pairs decodes' row
+// order, the fp32 route's row_order) with more than one dot or FMA chain per 64 bytes (two or more
+// rows of A, or fp8's conversion). With one row of A and no conversion the hardware prefetcher
+// alone keeps up and the prefetches only cost. W in cache pays a few percent for them.
 inline constexpr std::int64_t kDecodeFarBytes = 16 * 1024;
 
 // The panel kernel's largest K chunk of packed A (below) where it keeps A in L1 ...
 inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 // ... and its chunk for 16-bit W on the fp32 route (Fp32Route<bf16 / f16>), A in L2, which sizes
-// the decode scratch: there an L1 chunk (512 fp32 values of 8 rows) cut each W row into 1 KiB
-// pieces, too short for the memory streams (Zen 4, 2 threads, cold, fp16 W, all of K against
-// half the L1d, 3-4 rounds: 8 x 16384 x 4096 1.58-1.65x, 8 x 24576 x 1536 1.14-1.36x,
-// 8 x 16384 x 1024 1.28x, 8 x 7168 x 2048 1.36x, 8 x 4096 x 12288 1.08-1.10x, 5 x 4096 x 4096
-// 1.04x; against 64 KiB chunks 0.94-1.25x). fp32 W (2 KiB pieces) measured level (0.92-1.08x)
-// and bf16 pairs slower (0.80-0.97x: two products per value load A twice as fast), so they keep
-// the L1 chunk. Measured on Zen 4 only (Zen 5's 48 KiB L1d gave fp16 1.5 KiB pieces).
+// the decode scratch: there an L1 chunk (512 fp32 values of 8 rows) cuts each W row into 1 KiB
+// pieces, too short for the memory streams (fp16 8 x 16384 x 4096, Zen 4: 1.6x against half the
+// L1d). fp32 W (2 KiB pieces) gains nothing and bf16 pairs lose (two products per value load A
+// twice as fast), so they keep the L1 chunk. Chosen on Zen 4 (32 KiB L1d).
 inline constexpr std::int64_t kDecodePanelWideBytes = 512 * 1024;
-// The panel kernel's W rows per group (two register tiles of 3): a group takes all of K (in
-// chunks of A kept in L1) before the next, so its rows stream in address order. Zen 4, 2
-// threads, cold, attain bench against all rows a chunk at a time: bf16 8 x 16384 x 4096
-// 1.21x, 8 x 4096 x 14336 1.10x, 8 x 7168 x 2048 1.16x; fp32 6 x 7168 x 1024 1.22x, batched 128
-// x (8 x 128 x 2048) 1.18x; groups of 3 rows 0.93-0.96x of 6 on three of five ops, 12 0.93-1.17x.
+// The panel kernel's W rows per group (two register tiles of 3): a group takes all of K (in chunks
+// of A kept in L1) before the next, so its rows stream in address order, where all of a thread's
+// rows a chunk at a time read each row in pieces far apart. Groups of 3 rows are slower, groups of
+// 12 mixed.
 inline constexpr std::int64_t kDecodePanelGroupRows = 6;
 
 // Whether a decode kernel reads a group's W rows one after another instead of a vector of each
@@ -179,23 +173,18 @@ inline constexpr bool fp8_pairs_super(std::int64_t m) {
   return m > 2;
 }
 
-// fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes
-// the decode's panel kernel (decode_panel.hpp; AVX-512: all rows of A against each W vector in one
-// pass; AVX2: the limits below, passes of 4 rows; A packed
-// into scratch K chunk by K chunk, each chunk at most DecodeArgs::panel_bytes (a quarter of the
-// L1d, at most kDecodePanelChunkBytes) of packed A so that it stays in L1 beside the W stream -
-// 16-bit W on the fp32 route at most kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where
-// the CPU has AVX512-BF16). Shorter rows stay on the 4 x 4 blocks (fp32, M = 8, 128 x (N x K) cold,
-// 2 threads, panel against blocks: K = 128 0.77-0.92x, 256 0.95-0.98x, 384 1.80x, 512 1.59x).
-// AVX2 (passes of 4 rows) takes it from 3 rows of A: its 4 x 4 blocks hold 2 rows of A (Zen 4
-// forced to AVX2, 2 threads, cold, 3 rounds, panel against blocks: fp32 3 x 8192 x 512 1.27-1.61x,
-// 4 x 4096 x 4096 1.07-1.16x, bf16 4 x 4096 x 4096 1.27-1.30x, fp16 batched 256 x (4 x 128 x
-// 2048) 1.81-1.92x; 2 rows 0.84-0.95x).
+// fp32, bf16 or fp16 W with kDecodePanelMinM..MaxM rows of A and K from kDecodePanelMinK takes the
+// decode's panel kernel (decode_panel.hpp; AVX-512: all rows of A against each W vector in one
+// pass; AVX2: the limits below, passes of 4 rows; A packed into scratch K chunk by K chunk, each
+// chunk at most DecodeArgs::panel_bytes (a quarter of the L1d, at most kDecodePanelChunkBytes) of
+// packed A so that it stays in L1 beside the W stream - 16-bit W on the fp32 route at most
+// kDecodePanelWideBytes, in L2; bf16 x bf16 on bf16 pairs where the CPU has AVX512-BF16). Shorter
+// rows stay on the 4 x 4 blocks (fp32, M = 8: the panel loses at K = 128-256 and runs 1.6-1.8x
+// faster from 384). AVX2 (passes of 4 rows) takes it from 3 rows of A: its 4 x 4 blocks hold 2 rows
+// of A.
 inline constexpr std::int64_t kDecodePanelMinM = 5, kDecodePanelMaxM = 8, kDecodePanelMinK = 384;
-// AVX2 takes 16-bit W from K = 128 (the blocks convert each vector of W once per 2 rows of A:
-// fp16 batched 8 x (4x2048x128) 1.42-1.45x, 6 x 8192 x 256 1.65-1.89x, bf16 4 x 8192 x 256
-// 1.09-1.10x, 3 x 4096 x 256 1.11-1.14x, batched 32 x (8x512x128) level); fp32 stays from 384
-// (K = 128: 3 x 8192 0.73-0.81x, 4 x 16384 0.86-0.97x, batched 64 x (4x1024x128) 0.84-0.96x).
+// AVX2 takes 16-bit W from K = 128 (the blocks convert each vector of W once per 2 rows of A); fp32
+// stays from 384 (at K = 128 the blocks are faster).
 inline constexpr std::int64_t kDecodePanelMinMAvx2 = 3, kDecodePanelMinK16Avx2 = 128;
 inline constexpr bool panel_shape(DType w, std::int64_t m, std::int64_t k,
                                   std::int64_t min_m = kDecodePanelMinM,

@@ -1,11 +1,11 @@
-// The decode path's panel kernel for 3-8 rows of A (panel_shape), written once over a policy P
-// for the ISA and for how W's values meet A's: fp32 FMAs on W converted as loaded (fp32, bf16,
-// fp16 W; decode_avx512.cpp, decode_avx2.cpp) or vdpbf16ps on bf16 pairs (bf16 x bf16;
+// The decode path's panel kernel for 3-8 rows of A (panel_shape), written once over a policy P for
+// the ISA and for how W's values meet A's: fp32 FMAs on W converted as loaded (fp32, bf16, fp16 W;
+// decode_avx512.cpp, decode_avx2.cpp) or vdpbf16ps on bf16 pairs (bf16 x bf16;
 // decode_bf16_avx512bf16.cpp). A's rows are packed interleaved a step at a time, so one pointer
-// walks them (eight row pointers and three W rows left GCC too few registers: it spilled them and
-// ran 1.4x slower); each step loads a vector of three W rows once and multiplies it by the rows of
-// A of a pass (P::kPassRows x 3 accumulators, 3 W vectors, 1 A vector: AVX-512's 32 registers take
-// all 8 rows in one pass, AVX2's 16 take 4, and a second pass reads the tile's W again from L1).
+// walks them (eight row pointers and three W rows leave GCC too few registers: it spills them);
+// each step loads a vector of three W rows once and multiplies it by the rows of A of a pass
+// (P::kPassRows x 3 accumulators, 3 W vectors, 1 A vector: AVX-512's 32 registers take all 8 rows
+// in one pass, AVX2's 16 take 4, and a second pass reads the tile's W again from L1).
 // Included only by ISA files; everything has internal linkage (kernels.hpp: no inline function of
 // a shared header may be picked by the linker for another ISA's code).
 //
@@ -30,14 +30,10 @@
 namespace attain::gemm::detail {
 namespace {
 
-// The 16-bit routes' kFarBytes (kDecodeFarBytes, kernels.hpp): beside the L1 prefetch half a
-// chunk ahead (768 B - 2 KiB, too short to hide memory's latency when the rows are short), the
-// line 16 KiB on in memory into L2 (twenty-ninth session; attain bench, 2 threads, cold, 3
-// rounds, against none): bf16 grouped 128 x (8x2048x768) 2.19-2.25x, with skew 1.05-1.10x,
-// batched 128 x (8x128x2048) 1.26-1.29x, 8 x 2048 x 2048 1.14-1.19x, 6 x 7168 x 2048
-// 1.35-1.37x, 8 x 4096 x 14336 / 8 x 16384 x 4096 level to 1.06x; fp16 8 x 4096 x 12288
-// 1.19-1.27x, 5 x 4096 x 4096 1.28-1.33x. 8 KiB was 0.85x of 16 on the grouped op, 24 KiB
-// level, 32 KiB 0.82x there (1.07-1.17x on fp16 8 x 4096 x 12288).
+// The 16-bit routes' kFarBytes (kDecodeFarBytes, kernels.hpp): beside the L1 prefetch half a chunk
+// ahead (768 B - 2 KiB, too short to hide memory's latency when the rows are short), the line 16
+// KiB on in memory into L2 (up to 2.2x on grouped bf16 experts with K = 768; 8 and 32 KiB are
+// slower, 24 KiB level).
 
 // Rows of A, K [k0, k1) (k0 a multiple of P::kStep), packed a step at a time.
 template <class P, int MB>
@@ -77,8 +73,8 @@ __attribute__((always_inline)) inline void panel_pass(const DecodeArgs& g,
                                                       std::int64_t k0, std::int64_t k1, bool add,
                                                       std::int64_t nj, std::int64_t nk) {
   constexpr std::int64_t es = P::kBytes, L = P::kStep;
-  // At most half a chunk ahead: rows of 768 bf16 values (the MoE experts' K) ran 1.12-1.23x
-  // slower a whole row ahead than half a row (grouped 128 x (8 x 2048 x 768), 2 threads).
+  // At most half a chunk ahead: on short rows (the MoE experts' K = 768) a whole row ahead runs
+  // slower than half a row.
   const std::int64_t half = (k1 - k0) / 2 / L * L;
   const std::int64_t ahead = P::kAhead < half ? P::kAhead : half;
   // Steps per line of W (16-bit values converted 16 at a time: a line every other step).
@@ -153,8 +149,8 @@ __attribute__((always_inline)) inline void panel_pass(const DecodeArgs& g,
     for (int j = 0; j < NB; ++j) x[j] = P::load(w[j], p, k1 - p);
     panel_step<P, PM, NB>(acc, x, ap);
   }
-  // Each row of A's NB sums in one reduction tree, stored together (one masked store per row:
-  // NB scalar stores per row were 1.3x slower on cold short rows, K = 128).
+  // Each row of A's NB sums in one reduction tree, stored together (one masked store per row: NB
+  // scalar stores per row are slower on cold short rows).
 #pragma GCC unroll 8
   for (int i = 0; i < PM; ++i)
     P::sums(g.out + (I0 + i) * g.ldo + (j0 - g.n0), NB, add, acc[i][0], acc[i][NB > 1 ? 1 : 0],
@@ -192,14 +188,13 @@ void panel_tiles(const DecodeArgs& g, const typename P::A* panel, std::int64_t k
   if (r1 - j == 1) panel_tile<P, MB, 1, kPrefetch>(g, panel, j, k0, k1, add, nj, nk);
 }
 
-// K in equal chunks of whole steps, each at most `bytes` of packed A (DecodeArgs::panel_bytes,
-// at most kDecodePanelChunkBytes; panel_rows_in runs a group of W rows over them), so that A stays
-// in L1 beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values:
-// 768 + 768, not 1024 + 512). All of K at once left A in L2 from K = 1536 on (8 rows: 48 KiB and
-// more), and the A vectors of every step - 8 of them per 3 W vectors - then filled L1 at the
-// L2's rate (Zen 5, warm, 1 thread, W 768 KiB: K <= 1024 200 GFLOP/s, K 1536 - 8192 120-140).
-// P::kWide (16-bit W on the fp32 route): chunks of at most kDecodePanelWideBytes instead, A in
-// L2, where the L1 chunk cut W's rows into pieces too short to stream (kernels.hpp).
+// K in equal chunks of whole steps, each at most `bytes` of packed A (DecodeArgs::panel_bytes, at
+// most kDecodePanelChunkBytes; panel_rows_in runs a group of W rows over them), so that A stays in
+// L1 beside the streaming W (32 KiB: 1024 fp32 values of 8 rows, 2048 bf16; 1536 fp32 values: 768 +
+// 768, not 1024 + 512). All of K at once leaves A in L2 from K = 1536 on (8 rows: 48 KiB and more),
+// and the A vectors of every step - 8 of them per 3 W vectors - then fill L1 at the L2's rate.
+// P::kWide (16-bit W on the fp32 route): chunks of at most kDecodePanelWideBytes instead, A in L2,
+// where the L1 chunk cuts W's rows into pieces too short to stream (kernels.hpp).
 template <class P>
 std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
   constexpr std::int64_t step_bytes =
@@ -214,11 +209,11 @@ std::int64_t panel_chunk(std::int64_t k, std::int64_t bytes) {
 }
 
 // K in spans whose packed A fits the scratch (kDecodePanelWideBytes: A in L2) and each span in
-// chunks that keep A in L1 (panel_chunk); W's rows in groups of kDecodePanelGroupRows, each
-// group taking the span's chunks one after another, so that its rows stream in address order
-// and the A chunk is read from L2 once per group. (All of the thread's rows a chunk at a time,
-// as before, cut every row into pieces of 2 KiB read far apart: a read of that pattern alone
-// reaches two thirds of a plain stream; twentieth session.) P::kWide: A's chunk is the span.
+// chunks that keep A in L1 (panel_chunk); W's rows in groups of kDecodePanelGroupRows, each group
+// taking the span's chunks one after another, so that its rows stream in address order and the A
+// chunk is read from L2 once per group. (All of the thread's rows a chunk at a time would cut every
+// row into pieces of 2 KiB read far apart, a pattern that reaches about two thirds of a plain
+// stream.) P::kWide: A's chunk is the span.
 template <class P, int MB, bool kPrefetch>
 void panel_rows_in(const DecodeArgs& g) {
   auto* panel = reinterpret_cast<typename P::A*>(g.scratch);

@@ -81,8 +81,8 @@ inline void direct_write(const float* t, int tld, int ts, int rows, int m, float
 // with ct the tile's rows of C are the W rows, `vectors` vectors of `lanes` values each, a
 // prefetch per 64 bytes of each (16-bit C: half as many as vectors); otherwise its m rows of
 // `rows` values, their first and last value. The place of the next line is carried from one
-// round to the next (a division per line was 5% of the kernel's samples on batched 8 x (512 x
-// 128 x 128) bf16, K = 128, in cache). (Internal linkage: each ISA's files compile their own.)
+// round to the next (a division per line costs a visible share of a short-K kernel). (Internal
+// linkage: each ISA's files compile their own.)
 namespace {
 struct CFetch {
   const char* row;   // the row of C the next line is in
@@ -133,9 +133,9 @@ inline __attribute__((always_inline)) void simd_direct(std::int64_t k, const flo
                                                        const DirectScales* sc = nullptr) {
   using V = typename S::V;
   constexpr int P = NV * S::kLanes;
-  // With one or two vectors per W row, R x NV accumulators are fewer chains than the FMA units
-  // keep in flight (latency x units): even and odd k steps go to two sets, added at the end,
-  // where the registers hold both (bf16 M=8..16, 2 threads: 1.3x; fp32 1.1-1.15x).
+  // With one or two vectors per W row, R x NV accumulators are fewer chains than the FMA units keep
+  // in flight (latency x units): even and odd k steps go to two sets, added at the end, where the
+  // registers hold both.
   constexpr int SETS = NV <= 2 && 2 * R * NV + NV + 1 <= S::kRegs ? 2 : 1;
   V acc[SETS][R][NV];
 #pragma GCC unroll 2

@@ -28,10 +28,10 @@ inline void prefetch_line_l2(const void* p) {
 }
 
 namespace {
-// The packing transposes' prefetch: the line 256 bytes on in each of `rows` rows. A panel's
-// rows are as many streams (8 KiB apart for K = 2048) that the hardware prefetcher follows too
-// late (cold 64 x 2048 A^T, 1 thread: 17 -> 21 GB/s; docs/gemm.md, eleventh session). A hint
-// only: the lines may lie past the end of the matrix.
+// The packing transposes' prefetch: the line 256 bytes on in each of `rows` rows. A panel's rows
+// are as many streams (8 KiB apart for K = 2048) that the hardware prefetcher follows too late
+// (cold 64 x 2048 A^T, 1 thread: 17 -> 21 GB/s with it). A hint only: the lines may lie past the
+// end of the matrix.
 inline void prefetch_rows(const float* src, std::int64_t ld, int rows) {
   for (int r = 0; r < rows; ++r)
     _mm_prefetch(reinterpret_cast<const char*>(src + r * ld + 64), _MM_HINT_T0);
@@ -201,8 +201,7 @@ struct Stream {
         for (std::int64_t q = p; q < b1; q += 64) prefetch_ahead<T, kL2>(pf, q);
       }
     }
-    // Unrolled: one step per iteration reloaded its bound and tested the prefetch flag every
-    // 16 FMAs (M = 8 fp32, 16384 x 4096, 2 threads: 8.3-8.8 -> 6.9-7.9 ms).
+    // Unrolled: one step per iteration reloads its bound and tests the prefetch flag every 16 FMAs.
 #pragma GCC unroll 4
     for (; p < b1; p += L) step(p);
   }
@@ -220,16 +219,13 @@ struct Stream {
     return hit;
   }
 
-  // Whether block() reads the tile [k0, k1) one W row after another (row_order) instead of a
-  // vector of each row in turn: fp32 W whose tile is all of K of rows that lie back to back
-  // (ldw = K), so that the loads reach memory as one stream in address order. A vector of each
-  // row in turn is four streams of a row each, too short for the prefetchers to follow: Zen 4, 2
-  // threads, cold, M = 1, K = 128 streamed at half the rate of a plain read (15 against 31 GB/s;
-  // row by row 31), and row by row was 1.5-2.1x faster up to K = 2048 (one tile of 8 KiB rows);
-  // with K in tiles (4096 on) the rows are separate streams and row by row lost (0.83-0.91x).
-  // With more rows of A each W vector costs their loads from L1 too: up to K = 512 (M = 8 as two
-  // blocks of 4: 1.16-1.26x; M = 4 at K = 768 0.85x), and on AVX2 not at all (kRowOrderMaxMB).
-  // 16-bit W: level at M = 1, 0.82-0.88x at M = 4.
+  // Whether block() reads the tile [k0, k1) one W row after another (row_order) instead of a vector
+  // of each row in turn: fp32 W whose tile is all of K of rows that lie back to back (ldw = K), so
+  // that the loads reach memory as one stream in address order. A vector of each row in turn is
+  // four streams of a row each, too short for the prefetchers to follow (M = 1, K = 128, cold: half
+  // the rate of a plain read); with K in tiles (4096 on) the rows are separate streams and row by
+  // row loses. With more rows of A each W vector costs their loads from L1 too: up to K = 512, and
+  // on AVX2 not at all (kRowOrderMaxMB). 16-bit W does not gain (and loses at M = 4).
   template <DType T, int MBc>
   static bool row_order_pays(const DecodeArgs& g, std::int64_t k0, std::int64_t k1) {
     if constexpr (T != DType::f32 || MBc > S::kRowOrderMaxMB) return false;
@@ -242,15 +238,8 @@ struct Stream {
                         std::int64_t b0, std::int64_t b1, bool far, V (&acc)[MBc][NBc]) {
     // No software prefetch: the rows in address order are one stream the hardware prefetcher
     // follows. (With 4 rows of A a burst of prefetches of the next tile at the block's start only
-    // got in the way of the tile's own loads: Zen 4, 2 threads, cold, without it / with it, 4-6
-    // rounds: 4x16384x512 1.28-1.95x, 8x16384x128 1.27-1.67x, batched 128 x (8x2048x128)
-    // 1.37-1.59x, 4 x (8x2048x128) 1.45-1.51x, 12x4096x128 1.43x, 16x8192x128 1.15x; with fewer
-    // rows it was mixed: one row 128 x (1x2048x128) 0.78x, 32 x (1x4096x256) 1.07x; two 64 x
-    // (2x4096x128) 1.06-1.22x, 2x16384x512 0.98x; three 3x16384x256 0.90x. Into L2, one row,
-    // 1 x 7168 x 2048: 0.92-0.95x.) From two rows of A, with `far`, the line kDecodeFarBytes on
-    // into L2 (kernels.hpp; attain bench, 2 threads, cold: 2 x 16384 x 512 1.18-1.30x, 4 x 16384
-    // x 512 1.33-1.64x, 8 x 16384 x 128 1.05-1.22x, batched 4 x (8x2048x128) 1.08-1.27x, 128 x
-    // (8x2048x128) 1.1-1.23x).
+    // gets in the way of the tile's own loads; with fewer rows it is mixed.) From two rows of A,
+    // with `far`, the line kDecodeFarBytes on into L2 (kernels.hpp).
     constexpr std::int64_t line = 64 / esize<T>();  // values per line: a prefetch per line
 #pragma GCC unroll 4
     for (int j = 0; j < NBc; ++j) {
@@ -308,13 +297,9 @@ struct Stream {
       if constexpr (kFold)
         for (int i = 0; i < MBc; ++i)
           for (int j = 0; j < NBc; ++j) part[i][j] = S::zero();
-      // The prefetch goes into L2: into L1 it filled the L1 with lines the loop reaches 16 KiB
-      // later; from L2 the L1's own prefetcher brings them on (twenty-ninth session, attain
-      // bench, 2 threads, cold, against L1: AVX-512 fp16 1 x 7168 x 2048 1.34-1.45x, fp32 4 x
-      // 4096 x 14336 1.32-1.44x; Zen 4 forced to AVX2 (ATTAIN_ISA=avx2) fp16 1 x 7168 x 2048
-      // 1.46-1.47x, bf16 4 x 4096 x 14336 1.33-1.42x, fp32 2 x 4096 x 14336 0.95-1.35x, fp8
-      // 0.97-1.2x). (kFromBuf: no prefetch, tile() passes no ahead; the tile it converts once
-      // prefetches into L1.)
+      // The prefetch goes into L2: into L1 it fills the L1 with lines the loop reaches 16 KiB
+      // later; from L2 the L1's own prefetcher brings them on. (kFromBuf: no prefetch, tile()
+      // passes no ahead; the tile it converts once prefetches into L1.)
       auto step = [&](std::int64_t p) __attribute__((always_inline)) {
         if constexpr (T != DType::fp8 || kFromBuf) prefetch_ahead<T, true>(pf, p);
         V w[NBc];
@@ -544,11 +529,9 @@ struct Stream {
     // worth of streaming), i.e. `skip` tiles beyond the pipeline's own distance.
     const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
     const std::int64_t total = groups * ktiles;
-    // fp32 W with fewer rows of A than a register block is a pure stream the hardware
-    // prefetcher follows; software prefetches only cost it load slots (measured: M=1,
-    // N=16384, K=4096, 2 threads: 5.6 ms without, 6.3 ms with; M=8: 11.7 without, 9.9 with).
-    // Into L2 as well (attain bench, 2 threads, cold, 4 rounds: 1 x 4096 x 14336 0.74x on the
-    // fastest times, level on the medians).
+    // fp32 W with fewer rows of A than a register block is a pure stream the hardware prefetcher
+    // follows; software prefetches, into L1 or L2, only cost it load slots (M = 1, 16384 x 4096:
+    // 6.3 ms with them against 5.6 without), while from a register block of rows on they pay.
     const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(

@@ -72,9 +72,8 @@ void rows_by_value(const float* src, std::int64_t ld, int r0, int rows, std::int
 // A whole panel of R = 5..7 rows (AVX2's 6-row A panels), 4 < rows <= R, by 8x8 transposes
 // with rows past `rows` read as zeros. Each k's R values are stored as 8, in increasing k: the
 // extra lanes land on the next k's first values, which its store then writes; the panel's last
-// k is stored masked. Done as a 4x4 transpose and two rows one value at a time, the 6-row
-// panel's packing took 4.3% of 2048^3 fp32 at 1 thread (Zen 4 forced to AVX2), a third of it
-// in the single values.
+// k is stored masked. A 4x4 transpose and two rows one value at a time instead make the single
+// values a third of the packing's cost.
 void interleave_narrow(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                        float* dst) {
   const std::int64_t kv = k - k % 8;

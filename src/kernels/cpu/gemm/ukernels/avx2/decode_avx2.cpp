@@ -28,17 +28,10 @@ struct Fp32Route {
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;
   // The line 16 KiB on into L2 (kDecodeFarBytes) for all W, where AVX-512's fp32 route has none;
-  // for fp32 W only in rows shorter than that: a longer row's line 16 KiB on is one of its
-  // group's rows, already streaming (Zen 4 forced to AVX2, 2 threads, cold, 3-4 rounds, against
-  // none: 8 x 8192 x 512 1.64-2.02x, 6 x 7168 x 1024 1.35-1.50x, 8 x 24576 x 1536 1.06-1.34x,
-  // batched 128 x (8 x 128 x 2048) 1.09-1.12x; in all rows 5 x 4096 x 14336 0.75-0.78x, and
-  // for rows from 16 KiB on none: 1.05-1.11x; fp16 8 x 4096 x 12288 needs it: 0.80-0.83x
-  // without).
-  // fp32 W: the second pass of 4 rows (W from L1) fetches the tile's next chunk into L2, so that
-  // memory is not idle while it runs (Zen 4 forced to AVX2, 2 threads, cold, 3 rounds, against
-  // without: 8 x 16384 x 4096 1.04-1.14x, 5 x 4096 x 14336 1.16x, 8 x 24576 x 1536 1.09-1.23x,
-  // batched 128 x (8 x 128 x 2048) 1.02-1.13x, rows of 2-4 KiB level; bf16 8 x 4096 x 14336
-  // 0.90-0.93x, whose far prefetch already runs ahead).
+  // for fp32 W only in rows shorter than that: a longer row's line 16 KiB on is one of its group's
+  // rows, already streaming. fp32 W: the second pass of 4 rows (W from L1) fetches the tile's next
+  // chunk into L2, so that memory is not idle while it runs (bf16, whose far prefetch already runs
+  // ahead, does not).
   static constexpr bool kNextChunk = T == DType::f32;
   static constexpr std::int64_t kFarBytes = kDecodeFarBytes,
                                 kFarMaxRow = T == DType::f32 ? kDecodeFarBytes : 0;

@@ -1,7 +1,7 @@
 // fp32 direct kernel, AVX2 + FMA: 6 rows of W x 16 rows of A, 12 ymm accumulators + 2 A vectors
 // + 2 broadcasts = the 16 registers, its k loop in asm (Avx2::direct_6x16). Against the
 // 4 x 24 tile before it (12 accumulators, 3 A vectors and a broadcast, where GCC read the A
-// vectors as FMA memory operands, four loads of each per step): docs/gemm.md.
+// vectors as FMA memory operands, four loads of each per step): docs/history/gemm.md.
 #include "kernels/cpu/gemm/ukernels/avx2/simd_avx2.hpp"
 #include "kernels/cpu/gemm/ukernels/simd_direct.hpp"
 

@@ -198,9 +198,8 @@ struct Avx2Load : Avx2 {
   // e4m3 -> fp32, exact (see Avx512Load::fp8_finite: the pattern of value * 2^-120, then an
   // exact multiply by 2^120). The NaN codes come out as 480: callers find them with fp8_nan,
   // or use fp8.
-  // As an FMA onto -0 (the same value, -0 and +0 kept): a multiply of an e4m3 subnormal's
-  // pattern, an fp32 denormal, took Zen 4's slow path (a scratch loop over W with 6 percent
-  // subnormal codes, 2 threads, hot: 1.8x slower on AVX2, 1.2x on AVX-512; none as an FMA).
+  // As an FMA onto -0 (the same value, -0 and +0 kept): a multiply of an e4m3 subnormal's pattern,
+  // an fp32 denormal, takes Zen 4's slow path; an FMA does not.
   static V fp8_finite(const void* p) {
     return _mm256_fmadd_ps(fp8_raw(p), _mm256_set1_ps(0x1p120f), _mm256_set1_ps(-0.0f));
   }
@@ -238,8 +237,8 @@ struct Avx2Load : Avx2 {
   }
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
   static constexpr int kDecodeMB = 2;  // A rows per register tile in the decode kernel
-  // Stream::row_order for one row of A only (Zen 4 forced to AVX2, K = 128 fp32, against a
-  // vector of each row in turn: M = 1 1.75x, M = 4 and 8 0.80-0.92x).
+  // Stream::row_order for one row of A only (from 4 rows of A each W vector's A loads cost more
+  // than the single stream saves).
   static constexpr int kRowOrderMaxMB = 1;
 };
 

@@ -73,9 +73,8 @@ void interleave_avx512(const float* src, std::int64_t ld, int rows, std::int64_t
   // A panels (12 rows) and narrow edge panels: 8x8 and 4x4 transposes. So too where the rows are
   // a multiple of 4 KiB apart (K = 1024, 2048, 4096, 7168 fp32): each row's line then falls in
   // the same L1 set (64 sets of 64 bytes), and sixteen rows in its eight ways evict each other
-  // before they are read; eight rows fit. Zen 4, a 64-row panel of K = 2048 rows in L2: 0.22
-  // against 0.28-0.32 ns a value, 32-row panels of K = 4096 / 7168: 0.24 against 0.33-0.34 (rows
-  // 16 floats further apart: 16x16 0.16, 8x8 0.20).
+  // before they are read; eight rows fit (a 64-row panel of K = 2048 rows: 0.22 ns a value against
+  // 0.28-0.32 with 16x16 transposes).
   if (rows < 16 || ld * static_cast<std::int64_t>(sizeof(float)) % 4096 == 0) {
     interleave_avx2(src, ld, rows, k, R, dst);
     return;

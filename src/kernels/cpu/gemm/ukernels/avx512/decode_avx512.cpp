@@ -11,12 +11,9 @@ namespace attain::gemm::detail {
 
 namespace {
 
-// The panel kernel's fp32 route: W of storage dtype T converted to fp32 as each vector of 16
-// values is loaded, multiplied by fp32 A with FMAs. The prefetch runs 256 values ahead in fp32
-// rows: 1 KiB, the best of 256 B - 1 KiB on Zen 5 (8 x 24576 x 1536, 1 thread: none 10.0 ms,
-// 256 B 9.4, 512 B 7.7, 1 KiB 7.6; 1.5 KiB level with 1 KiB; docs/gemm.md, sixteenth
-// session); 384 in 16-bit rows (768 B: fp16 8 x 4096 x 12288 and 8 x 16384 x 4096, 2 threads,
-// 1.12-1.14x against 256, seventeenth session).
+// The panel kernel's fp32 route: W of storage dtype T converted to fp32 as each vector of 16 values
+// is loaded, multiplied by fp32 A with FMAs. The prefetch runs 256 values ahead in fp32 rows: 1
+// KiB, the best of 256 B - 1.5 KiB on Zen 5; 384 in 16-bit rows (768 B).
 template <DType T>
 struct Fp32Route : Avx512Panel {
   using A = float;
@@ -24,8 +21,8 @@ struct Fp32Route : Avx512Panel {
   static constexpr std::int64_t kStep = 16, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;  // 16-bit W: long pieces of each row
-  // 16-bit W: also the line 16 KiB on into L2 (kDecodeFarBytes); fp32 W: not (8 x 2048 x 2048
-  // 0.94-0.95x, 8 x 16384 x 4096 1.09-1.14x, 8 x 24576 x 1536 0.93-0.97x).
+  // 16-bit W: also the line 16 KiB on into L2 (kDecodeFarBytes); fp32 W: not (it gains on some
+  // shapes and loses on others).
   static constexpr std::int64_t kFarBytes = T == DType::f32 ? 0 : kDecodeFarBytes;
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
@@ -50,7 +47,7 @@ struct Fp32Route : Avx512Panel {
 }  // namespace
 
 void decode_avx512(const DecodeArgs& args) {
-  // fp32 8 x 24576 x 1536, 1 thread: 10.4 -> 7.5 ms against the 4 x 4 blocks' two passes.
+  // The panel kernel reads W once for all rows of A where the 4 x 4 blocks take two passes.
   if (panel_shape(args.w_type, args.m, args.k)) return decode_panel_fp32_route<Fp32Route>(args);
   Stream<Avx512Load>::decode(args);
 }

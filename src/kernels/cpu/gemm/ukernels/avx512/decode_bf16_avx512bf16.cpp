@@ -25,12 +25,10 @@ struct Bf16Source {
   }
 };
 
-// The panel kernel on bf16 pairs: 32 values of K a step, A's rows packed as bf16 (g.a16), W
-// loaded as it is stored, one vdpbf16ps per row of A and W vector. 8 x 16383 x 4096, 2 threads
-// (scratch program, W on 2 MiB pages): 1.12x against the 4 x 4 blocks; 8 x 4095 x 14336 1.14x.
-// The prefetch runs 1024 values (2 KiB) ahead: against 384 (attain bench, 2 threads, alternated
-// per op, seventeenth session) 8 x 16384 x 4096 1.07-1.30x, 8 x 4096 x 14336 1.21-1.33x,
-// 6 x 7168 x 2048 0.98-1.17x; 768 between the two, 1536 level with 384.
+// The panel kernel on bf16 pairs: 32 values of K a step, A's rows packed as bf16 (g.a16), W loaded
+// as it is stored, one vdpbf16ps per row of A and W vector (about 1.12x faster than the 4 x 4
+// blocks at 8 rows). The prefetch runs 1024 values (2 KiB) ahead: 384 and 1536 are slower, 768 in
+// between.
 struct Bf16Pairs : Avx512Panel {
   using A = std::uint16_t;
   using W = __m512i;

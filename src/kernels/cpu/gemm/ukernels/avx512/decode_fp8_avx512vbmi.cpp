@@ -90,22 +90,20 @@ __attribute__((always_inline)) inline __m512i gather(const std::uint8_t* p, int 
   return _mm512_mask_loadu_epi64(x, hi, p + kFp8Block - 32 + 32 * t);  // high half from + 128
 }
 
-// s[0] in lanes 0-7, s[1] (read only if `two`, else s[0]: the lanes of a block past K hold
-// sums of zeros) in lanes 8-15: a super-block's scales. Two broadcasts from memory, the second
-// merged under a mask (a masked load and a lane permute: 0.93x in cache, 8 x 64 x 7168).
+// s[0] in lanes 0-7, s[1] (read only if `two`, else s[0]: the lanes of a block past K hold sums of
+// zeros) in lanes 8-15: a super-block's scales. Two broadcasts from memory, the second merged under
+// a mask (faster than a masked load and a lane permute).
 __attribute__((always_inline)) inline __m512 scale_pair(const float* s, bool two) {
   const __m512 v = _mm512_set1_ps(s[0]);
   return two ? _mm512_mask_mov_ps(v, 0xff00, _mm512_set1_ps(s[1])) : v;
 }
 
 // Rows i0.. of A (MB <= 4 of them) times the four W rows w[0..3] over K values [c0, c1) (c0 a
-// multiple of kSuper): each super-block's sums, scaled, added onto tot[i * 4 + j]. W is
-// prefetched `ahead` bytes further on in the order the rows are consumed (past a row's end, the
-// row of the next group: next[j]), and with `l2` (and ahead) the next group's lines into L2 as
-// fp8_stream does (cold, 2 threads, in one process: 4 x 7168 x 18432 1.06-1.11x, 3 x 4096 x
-// 7168 1.07-1.11x, 8 x 7168 x 18432 1.01-1.06x, 16 x 4096 x 7168 level). Not inlined: in one
-// function with the driver GCC kept the totals in registers and spilled the sums (0.6-0.8x in
-// cache).
+// multiple of kSuper): each super-block's sums, scaled, added onto tot[i * 4 + j]. W is prefetched
+// `ahead` bytes further on in the order the rows are consumed (past a row's end, the row of the
+// next group: next[j]), and with `l2` (and ahead) the next group's lines into L2 as fp8_stream
+// does. Not inlined: in one function with the driver GCC keeps the totals in registers and spills
+// the sums.
 template <int MB>
 __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& lut,
                                          const std::uint8_t* const* w,
@@ -161,21 +159,18 @@ __attribute__((noinline)) void fp8_block(const DecodeArgs& g, const E4m3Lookup& 
   }
 }
 
-// One or two rows of A (fp8_pairs_super false: A in the stream order) times the four W rows
-// w[0..3] over all of K, 64 values of each row a step in address order, each scale block's
-// sums scaled onto totals in registers; the totals end in tot[i * 4 + j]. With so few rows of A
-// per W vector the super-blocks' gather (two loads and an insert per 64 values) and their flush
-// through memory cost more than they save: cold, 2 threads, in one process, 1 x 7168 x 2048
-// 0.90-0.97x and 2 x 7168 x 2048 0.86-0.92x against this loop.
+// One or two rows of A (fp8_pairs_super false: A in the stream order) times the four W rows w[0..3]
+// over all of K, 64 values of each row a step in address order, each scale block's sums scaled onto
+// totals in registers; the totals end in tot[i * 4 + j]. With so few rows of A per W vector the
+// super-blocks' gather (two loads and an insert per 64 values) and their flush through memory cost
+// more than they save.
 //
-// With `l2`, each step also prefetches into L2 the next group's lines at the same place in
-// their rows (next[j] + p: one group, 4 rows of W, ahead), beside the L1 prefetch `ahead`
-// bytes on. At two dots and two lookups per 64 bytes the loop holds too few loads in flight for
-// the hardware prefetcher to keep memory busy (the same loop without the lookups ran level; with
-// one dot instead of two, 1.2x): cold, 2 threads, in one process, 1 x 4096 x 14336 1.33-1.4x
-// (to 41 GB/s), 1 x 7168 x 18432 1.38x, 1 x 8192 x 7168 1.25-1.5x, 2 x 4096 x 7168 1.3x. A
-// distance along the rows instead (T1, 8 / 16 / 32 / 64 KiB on) gained 1.05-1.25x. W already
-// in L2 (1 x 64 x 14336) ran 0.91x with it, so the caller asks for it past kDecodeStreamedBytes.
+// With `l2`, each step also prefetches into L2 the next group's lines at the same place in their
+// rows (next[j] + p: one group, 4 rows of W, ahead), beside the L1 prefetch `ahead` bytes on. At
+// two dots and two lookups per 64 bytes the loop holds too few loads in flight for the hardware
+// prefetcher to keep memory busy (1 x 4096 x 14336, cold: 1.33-1.4x with it), and a distance along
+// the rows instead gains less. W already in L2 runs slower with it, so the caller asks for it past
+// kDecodeStreamedBytes.
 template <int MB>
 __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup& lut,
                                           const std::uint8_t* const* w,
@@ -224,16 +219,11 @@ __attribute__((noinline)) void fp8_stream(const DecodeArgs& g, const E4m3Lookup&
     for (int j = 0; j < kDecodeRows; ++j) tot[i * kDecodeRows + j] = acc[i][j];
 }
 
-// The stream order on W rows stored back to back (ldw = K) of at most kFp8RowOrderMaxK / MB
-// values: the group's rows one after another, all of K each, so that the loads run through
-// memory as one stream in address order, which the hardware prefetcher follows alone (as the
-// bf16 pairs' sum_rows). Four rows side by side are four streams too short for it: cold, 2
-// threads, in one process, against fp8_stream: M = 1 x 7168 x 2048 1.26-1.47x, 1 x 2048 x 768
-// 1.7-2.1x, 1 x 4096 x 3072 1.45x, 1 x 4096 x 4096 1.22x, 1 x 8192 x 4096 1.2-1.37x; 7 KiB rows
-// 0.77x (0.89-0.96x with the software prefetch); M = 2 x 7168 x 2048 1.27x, 2 x 4096 x 2048
-// 1.22-1.28x, 2 x 2048 x 768 1.73x, K = 3072 0.99-1.2x, 4096 0.84-0.87x. The line kDecodeFarBytes
-// on goes into L2 as well (attain bench, 2 threads, cold: 1 x 8192 x 4096 1.21-1.31x, 1 x 16384
-// x 4096 1.28x, 2 x 7168 x 2048 1.14-1.15x, 1 x 7168 x 2048 1.02-1.06x).
+// The stream order on W rows stored back to back (ldw = K) of at most kFp8RowOrderMaxK / MB values:
+// the group's rows one after another, all of K each, so that the loads run through memory as one
+// stream in address order, which the hardware prefetcher follows alone (as the bf16 pairs'
+// sum_rows). Four rows side by side are four streams too short for it; longer rows run faster side
+// by side. The line kDecodeFarBytes on goes into L2 as well.
 constexpr std::int64_t kFp8RowOrderMaxK = 4096;
 template <int MB>
 __attribute__((noinline)) void fp8_rows(const DecodeArgs& g, const E4m3Lookup& lut,
@@ -306,16 +296,15 @@ inline __attribute__((always_inline)) void fp8_row_blocks(std::int64_t m, Block&
 
 }  // namespace
 
-// W rows [n0, n1) in groups of four (the last group's missing rows repeat its last row, and
-// are not stored), all rows of A against each group. One or two rows of A take the stream order
-// (fp8_rows on short rows back to back, else fp8_stream); more the super-blocks (fp8_block, in
-// blocks of four rows of A and one of the 1-3 left). With more than one block of rows of A, K
-// runs in chunks of k_tile values (rounded up to whole super-blocks), so that the other blocks
-// find the group's chunk of W in L1 (8 x 7168 x 18432 in cache: 1.34x against all of K at
-// once); every block converts W for itself (converting once into bf16 pairs in L1 for all the
-// blocks, as the kernel before did, measured 0.8-0.9x: the converted rows' loads). The prefetch
-// runs 4 KiB per pipeline stage beyond the first along each W row, from the first block of
-// rows of A only (the others read the chunk from L1).
+// W rows [n0, n1) in groups of four (the last group's missing rows repeat its last row, and are not
+// stored), all rows of A against each group. One or two rows of A take the stream order (fp8_rows
+// on short rows back to back, else fp8_stream); more the super-blocks (fp8_block, in blocks of four
+// rows of A and one of the 1-3 left). With more than one block of rows of A, K runs in chunks of
+// k_tile values (rounded up to whole super-blocks), so that the other blocks find the group's chunk
+// of W in L1; every block converts W for itself (converting once into bf16 pairs in L1 for all the
+// blocks is slower: the converted rows' loads). The prefetch runs 4 KiB per pipeline stage beyond
+// the first along each W row, from the first block of rows of A only (the others read the chunk
+// from L1).
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs& g) {
   const E4m3Lookup lut(g.e4m3);
   const std::int64_t ahead = std::int64_t{4096} * (g.stages - 1);

@@ -6,12 +6,11 @@
 // (kernels.hpp: no inline function of a shared header may be picked by the linker for another
 // ISA's code).
 //
-// A Source says how a W row's values become vectors of 32 bf16 (A's rows are read as-is from
-// g.a16 with stride g.lda16): load32 loads 32 values as one; load_tail reads a row's last < 64
-// values; kBytes is the bytes per W value. The loop keeps one vector of A per row live, 32
-// values a step: at 64 values a step the 4 x 4 block's 16 sums, 8 A vectors and the W vectors
-// of two unrolled steps did not fit the 32 registers and GCC spilled inside the loop
-// (docs/gemm.md, eleventh session).
+// A Source says how a W row's values become vectors of 32 bf16 (A's rows are read as-is from g.a16
+// with stride g.lda16): load32 loads 32 values as one; load_tail reads a row's last < 64 values;
+// kBytes is the bytes per W value. The loop keeps one vector of A per row live, 32 values a step:
+// at 64 values a step the 4 x 4 block's 16 sums, 8 A vectors and the W vectors of two unrolled
+// steps do not fit the 32 registers and GCC spills inside the loop.
 #pragma once
 
 // (GCC 12's (maybe-)uninitialized reports from inside its own reduction intrinsics are silenced
@@ -38,12 +37,11 @@ inline __mmask32 tail_mask(std::int64_t r, int half) {
   return n == 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << n) - 1);
 }
 
-// Accumulators zeroed one register at a time: with `= {}` (and the lambdas below not inlined)
-// GCC kept them in a stack array cleared by `rep stos` for every block, a third of the time of
-// a K = 128 decode (4 x 8x2048x128 bf16, 1 thread, in cache: 170 -> 107 us with both fixed).
-// Every loop that indexes the sums is unrolled for the same reason: one that was not (the row
-// order's loop over W rows, the K tail's) left all sixteen in a stack array, zeroed, stored and
-// reloaded around every block (the same op, 1 thread, in cache: 207-214 -> 153 us).
+// Accumulators zeroed one register at a time: with `= {}` (and the lambdas below not inlined) GCC
+// keeps them in a stack array cleared by `rep stos` for every block, a third of the time of a K =
+// 128 decode. Every loop that indexes the sums is unrolled for the same reason: one that is not
+// (the row order's loop over W rows, the K tail's) leaves all sixteen in a stack array, zeroed,
+// stored and reloaded around every block.
 template <int MB, int NB>
 inline __attribute__((always_inline)) void zero_sums(__m512 (&v)[MB][NB]) {
 #pragma GCC unroll 4
@@ -67,11 +65,9 @@ inline __attribute__((always_inline)) void store_rows4(float* out, std::int64_t 
   _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(r, 3));
 }
 
-// Not read (pairs_block's `carry`): the fp8 decode's sums carried between chunks of K, before
-// it moved to decode_fp8_avx512vbmi.cpp (twenty-eighth session). Dropping the parameter changed
-// GCC 12's inlining of the one-row blocks, and bf16 1 x 2048 x 128 ran 0.89x in cache (1 x 512 x
-// 128 0.94x); with it kept the code runs as before (0.99-1.02x on seven shapes). Kept until that
-// is understood.
+// Not read (pairs_block's `carry`; the fp8 decode, which carried sums between chunks of K, lives in
+// decode_fp8_avx512vbmi.cpp). Dropping the parameter changes GCC 12's inlining of the one-row
+// blocks and slows them; kept until that is understood.
 struct Carry {
   __m512* sums = nullptr;
   bool load = false, save = false;
@@ -87,19 +83,15 @@ struct GroupPrefetch {
 };
 
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
-// `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of
-// gp in every step slowed the one-row blocks by 1.15-1.2x.)
+// `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of gp
+// in every step slows the one-row blocks.)
 //
-// With kL2 (the caller's W past the L2, more than one row of A), the first block of rows of A
-// also prefetches the next group's rows into L2 at the place in them it reads in its own
-// (next[j] + row_bytes + the offset; the last group, the rows after it), as the fp8 decode's
-// loops do: the hardware prefetcher alone leaves memory idle while the dots run. Cold, 2
-// threads, in one process: 2 x 4096 x 14336 1.09-1.17x, 4 x 7168 x 18432 1.12-1.33x (attain
-// bench: 1.26-1.33x and 1.08-1.1x); 8 x 4096 x 14336 and 16 x 7168 x 2048 level. One row of A
-// (one dot per 64 bytes) keeps the hardware prefetcher alone: 1.0-1.24x in the scratch program,
-// but 0.85-0.99x on the medians in attain bench (1 x 4096 x 14336, 1 x 7168 x 18432, 1 x 16384 x
-// 7168). (A template parameter: the test in the loop, never taken, slowed 1 x 2048 x 128 in
-// cache 1.1x.)
+// With kL2 (the caller's W past the L2, more than one row of A), the first block of rows of A also
+// prefetches the next group's rows into L2 at the place in them it reads in its own (next[j] +
+// row_bytes + the offset; the last group, the rows after it), as the fp8 decode's loops do: the
+// hardware prefetcher alone leaves memory idle while the dots run. One row of A (one dot per 64
+// bytes) keeps the hardware prefetcher alone. (A template parameter too: the test in the loop,
+// never taken, slows short in-cache products.)
 template <class Source, int MB, int NB, bool kSpread = false, bool kL2 = false>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
                  std::int64_t ahead, [[maybe_unused]] const Carry& carry = {},
@@ -117,10 +109,9 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   const std::uint16_t* a[MB];
   for (int i = 0; i < MB; ++i) a[i] = g.a16 + (i0 + i) * g.lda16;
   std::int64_t line = kSpread ? gp->first : 0;
-  // From two rows of A the first block also prefetches the line kDecodeFarBytes on in each row
-  // into L2 (kernels.hpp), beside the next group's lines (kL2): attain bench, 2 threads, cold,
-  // against kL2 alone: batched 256 x (4x128x2048) 1.15-1.23x, 32 x (4x128x4096) 1.04-1.08x,
-  // 2 x 4096 x 14336 1.28-1.38x, 4 x 7168 x 18432 level; it alone without kL2 0.69-0.97x.
+  // From two rows of A the first block also prefetches the line kDecodeFarBytes on in each row into
+  // L2 (kernels.hpp), beside the next group's lines (kL2); the far line alone, without kL2, does
+  // not pay.
   const bool far = MB > 1 && !kSpread && i0 == 0 && g.stages > 1;
   // Sums of K values [b0, b1) (multiples of 64) into part.
   auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB])
@@ -160,17 +151,10 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   };
   // Short rows that lie back to back (ldw = K) one after another, 32 values a step, so that the
   // loads reach memory as one stream in address order (Stream::row_order_pays, fp32: a vector of
-  // each row in turn is four streams too short for the prefetchers). Zen 4, 2 threads, cold,
-  // against a vector of each row in turn: batched 128 x (1x2048x128) 1.31x, 256 x (4x2048x128)
-  // 1.48x, 4x16384x512 1.50x, grouped 8 x (1x2048x768) 1.49x, 1x16384x2048 1.05x, K = 4096 (8 KiB
-  // rows: one row of A only) 1x4096x4096 1.30x, 1x16384x4096 1.18x, grouped 2 x (1x28672x4096)
-  // 1.53x. With more rows of A only the first block of them (the one that reads W from memory;
-  // the others find it in L1 and would only pay more A loads): batched 64 x (6x4096x256) 1.73x,
-  // 32 x (8x4096x320) 1.46x, 128 x (8x2048x128) 1.02-1.09x, 4 x (8x2048x128) 0.95-0.96x (every
-  // block row by row: 0.90-0.94x there).
-  // Two or more rows of A also prefetch the line kDecodeFarBytes on into L2 (`far`, kernels.hpp;
-  // attain bench, 2 threads, cold: batched 256 x (4x2048x128) 1.21x, 2 x 7168 x 2048
-  // 1.18-1.26x, 2 x 8192 x 1536 0.95-0.98x). (Called for the first block of rows of A only.)
+  // each row in turn is four streams too short for the prefetchers). With more rows of A only the
+  // first block of them (the one that reads W from memory; the others find it in L1 and would only
+  // pay more A loads). Two or more rows of A also prefetch the line kDecodeFarBytes on into L2
+  // (`far`, kernels.hpp). (Called for the first block of rows of A only.)
   auto sum_rows = [&](std::int64_t k64, __m512(&part)[MB][NB]) __attribute__((always_inline)) {
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
@@ -188,8 +172,7 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
     }
   };
   // The sums reduce in trees (Avx512::hsum16 and hsum4), not one horizontal sum each: with a short
-  // K (attention's K = 128: two k steps per row) the reduction costs as much as the products
-  // (the same run: 107 -> 98 us).
+  // K (attention's K = 128: two k steps per row) the reduction costs as much as the products.
   auto store = [&](__m512(&sums)[MB][NB]) __attribute__((always_inline)) {
     if constexpr (MB == 4 && NB == 4) {  // all sixteen in one tree, a row of A per 128 bits
       store_rows4(g.out + i0 * g.ldo + (j0 - g.n0), g.ldo, hsum_block(sums));
@@ -211,8 +194,8 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   zero_sums(part);
   const std::int64_t k64 = g.k - g.k % 64;
   // Two rows of A (M = 2) take the rows in order up to 4 KiB where this call's W is past the L2
-  // (streamed from memory): cold, 1 thread, 2 x 7168 x 2048 1.15x, 2 x 8192 x 1536 1.22x; in
-  // cache the chains of one sum per row of A run 0.61x (2 x 64 x 2048), so small W stays here.
+  // (streamed from memory); in cache the chains of one sum per row of A are slower, so small W
+  // stays here.
   if (!kSpread && i0 == 0 &&
       (short_rows_in_order(g.ldw, g.k, row_bytes, MB == 1) ||
        (MB == 2 && g.m == 2 && g.ldw == g.k && row_bytes <= 4096 &&
@@ -268,14 +251,12 @@ void pairs_rows_of_a(const DecodeArgs& g, const Source& src, std::int64_t j0, st
   });
 }
 
-// Unscaled sources (bf16) with more than one block of rows of A and W rows of 1-3 KiB: the
-// group of four W rows `groups_ahead` groups on is prefetched by every block of rows of A, each
-// a share of its lines, so that memory streams while each block computes. With the prefetch in
-// the first block only (the others read the group from L1), the weight stream stopped while they
-// ran: 5-8 rows of A, K = 512-1536, 2 threads, `attain bench` 1.16-1.63x faster (Qwen3-30B's
-// 128 experts at 8 rows, K = 768: 15.4 -> 9.5 ms; docs/gemm.md, thirteenth session). Shorter
-// rows (attention's K = 128-256: 0.93-0.97x in one process) and longer ones (K = 2048: level;
-// 4096: 0.88x) keep the first block's prefetch along the rows.
+// Unscaled sources (bf16) with more than one block of rows of A and W rows of 1-3 KiB: the group of
+// four W rows `groups_ahead` groups on is prefetched by every block of rows of A, each a share of
+// its lines, so that memory streams while each block computes. With the prefetch in the first block
+// only (the others read the group from L1), the weight stream stops while they run (an MoE layer's
+// experts at 8 rows, K = 768: 15.4 -> 9.5 ms). Shorter rows (attention's K = 128-256) and longer
+// ones (K >= 2048) keep the first block's prefetch along the rows.
 inline bool spreads_prefetch(std::int64_t m, std::int64_t row_bytes, int block_rows) {
   return m > block_rows && row_bytes >= 1024 && row_bytes <= 3072;
 }
@@ -308,18 +289,12 @@ std::int64_t pairs_decode_spread(const DecodeArgs& g, const Source& src,
   return j0;
 }
 
-// Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond
-// the first ahead along each W row (--stages 1: none, the hardware prefetcher alone) - except
-// for bf16 W against one block of rows of A (M <= 4), a plain stream the hardware prefetcher
-// follows, as the fp32 decode with fewer rows of A than a register block (simd_stream.hpp):
-// Zen 4, 2 threads, cold, in one process, without against with: M = 1 x N x K = 1 x 7168 x 18432
-// 1.23-1.25x, 1 x 4096 x 14336 1.26-1.36x, 1 x 28672 x 4096 1.03x, 1 x 32768 x 2048 1.02-1.07x,
-// 1 x 16384 x 4096 and K = 128 / 768 level; M = 2 x 7168 x 18432 1.05-1.19x, 2 x 16384 x 4096
-// 1.05-1.09x, 3 x 16384 x 4096 1.06-1.08x, 4 x 7168 x 18432 1.12-1.18x, 4 x 4096 x 14336
-// 1.08x, 4 x 4096 x 2048 1.07-1.10x; at M = 8 the prefetch pays (4096 x 14336: 1.08x with
-// it). The fp8 decode (converted in registers, more work per byte) needs it wherever it reads
-// rows side by side (1 x 7168 x 2048 1.31-1.41x with it then, 4 x 7168 x 18432 1.28-1.38x); its
-// short rows at M = 1-2 now run in address order without it.
+// Columns [n0, n1) in groups of four W rows. The prefetch runs 4 KiB per pipeline stage beyond the
+// first ahead along each W row (--stages 1: none, the hardware prefetcher alone) - except for bf16
+// W against one block of rows of A (M <= 4), a plain stream the hardware prefetcher follows, as the
+// fp32 decode with fewer rows of A than a register block (simd_stream.hpp); from M = 8 the prefetch
+// pays. The fp8 decode (converted in registers, more work per byte) needs it wherever it reads rows
+// side by side; its short rows at M = 1-2 run in address order without it.
 template <class Source>
 void pairs_decode(const DecodeArgs& g, const Source& src) {
   const bool hardware_only = g.m <= Source::kRows;

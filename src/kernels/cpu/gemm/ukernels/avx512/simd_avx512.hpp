@@ -158,11 +158,11 @@ struct Avx512 {
     const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, x));
   }
-  // The sixteen sums of row i's four accumulators (r{i}0..r{i}3) as one vector, lane 4 i + j:
-  // pairs folded within 128-bit lanes (unpack, then shuffle), then across them - 15 adds and 30
-  // shuffles where four hsum4 trees take 56 operations (with K = 128, two k steps per row, the
-  // reduction is half the work). The values come by value: taking the caller's array by
-  // reference kept that array in memory through the caller's loop (GCC 12; 1.9x slower).
+  // The sixteen sums of row i's four accumulators (r{i}0..r{i}3) as one vector, lane 4 i + j: pairs
+  // folded within 128-bit lanes (unpack, then shuffle), then across them - 15 adds and 30 shuffles
+  // where four hsum4 trees take 56 operations (with K = 128, two k steps per row, the reduction is
+  // half the work). The values come by value: taking the caller's array by reference keeps that
+  // array in memory through the caller's loop (GCC 12).
   static __attribute__((always_inline)) V hsum16(V r00, V r01, V r02, V r03, V r10, V r11, V r12,
                                                  V r13, V r20, V r21, V r22, V r23, V r30, V r31,
                                                  V r32, V r33) {
@@ -203,9 +203,8 @@ struct Avx512Load : Avx512 {
   // the fp32 pattern of value * 2^-120 (e4m3 subnormals land on fp32 subnormals, exactly), and
   // the multiply by 2^120 is exact. The NaN codes (magnitude 0x7f) come out as 480: callers
   // find them with fp8_nan, or use fp8.
-  // As an FMA onto -0 (the same value, -0 and +0 kept): a multiply of an e4m3 subnormal's
-  // pattern, an fp32 denormal, took Zen 4's slow path (a scratch loop over W with 6 percent
-  // subnormal codes, 2 threads, hot: 1.8x slower on AVX2, 1.2x on AVX-512; none as an FMA).
+  // As an FMA onto -0 (the same value, -0 and +0 kept): a multiply of an e4m3 subnormal's pattern,
+  // an fp32 denormal, takes Zen 4's slow path; an FMA does not.
   static V fp8_finite(const void* p) {
     return _mm512_fmadd_ps(fp8_raw(p), _mm512_set1_ps(0x1p120f), _mm512_set1_ps(-0.0f));
   }
@@ -239,7 +238,7 @@ struct Avx512Load : Avx512 {
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
   static constexpr int kDecodeMB = 4;
   // Short fp32 rows of W read one row after another up to this many rows of A a block
-  // (Stream::row_order; M = 8 as two blocks of 4: 1.17-1.25x).
+  // (Stream::row_order; M = 8 runs as two blocks of 4).
   static constexpr int kRowOrderMaxMB = 4;
 };
 
