@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace attain {
 
@@ -26,6 +28,22 @@ std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
 // `text` parsed as JSON. Throws InputError "ORIGIN: not valid JSON (...)" for a syntax error, a
 // truncation, or a number past double's range (1e999), which nlohmann reports as out_of_range.
 nlohmann::json parse_json_input(std::string_view text, std::string_view origin);
+
+// JSON value `v` as an integer in [lo, hi]. Throws InputError naming `what` for a value that is
+// not an integer (a float such as 1e52 included: converting it would be undefined) or out of
+// range.
+std::int64_t json_integer(const nlohmann::json& v, std::int64_t lo, std::int64_t hi,
+                          std::string_view what);
+// The same over the whole range of an integer type T (capped at INT64_MAX).
+template <class T>
+T json_integer_as(const nlohmann::json& v, std::string_view what) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t hi = std::cmp_greater(std::numeric_limits<T>::max(), kMax)
+                                  ? kMax
+                                  : static_cast<std::int64_t>(std::numeric_limits<T>::max());
+  return static_cast<T>(
+      json_integer(v, static_cast<std::int64_t>(std::numeric_limits<T>::min()), hi, what));
+}
 
 // Writes `text` to `p` atomically: a temp file "<p>.tmp<pid>" beside it, fsync, rename over
 // `p`. Creates the parent directories. Throws InputError naming `p` and the reason (a target

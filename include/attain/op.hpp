@@ -42,6 +42,9 @@ enum class GroupedLayout : std::uint8_t { contiguous, masked };
 std::string_view kind_name(OpKind k);
 
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;  // any single dimension
+// Groups of a grouped GEMM (experts): 384 is the most a bundled model routes to; the bound keeps
+// the per-group row counts (group_rows) small whatever a spec says.
+inline constexpr std::int64_t kMaxGroups = 65536;
 inline constexpr int kMlaDk = 576;           // latent 512 + rope 64: the row of the cache
 inline constexpr int kMlaDv = 512;           // V = the first 512 values of each row
 inline constexpr int kMlaBlock = 64;         // tokens per cache block (paged)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "attain/files.hpp"
 #include "device/probe.hpp"
@@ -28,6 +29,8 @@ T get(const json& j, const char* key, std::string_view origin, T fallback, bool 
     if (required) throw InputError(fmt::format("{}: missing field '{}'", origin, key));
     return fallback;
   }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)  // 1e52 to int: undefined
+    return json_integer_as<T>(*it, fmt::format("{}: field '{}'", origin, key));
   try {
     return it->get<T>();
   } catch (const json::exception&) {

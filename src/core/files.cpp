@@ -69,6 +69,25 @@ nlohmann::json parse_json_input(std::string_view text, std::string_view origin) 
   }
 }
 
+std::int64_t json_integer(const nlohmann::json& v, std::int64_t lo, std::int64_t hi,
+                          std::string_view what) {
+  if (!v.is_number_integer())
+    throw InputError(fmt::format("{} is not an integer ({})", what, excerpt(v.dump())));
+  auto out_of_range = [&] {
+    return InputError(fmt::format("{} = {} is outside {}..{}", what, excerpt(v.dump()), lo, hi));
+  };
+  if (v.is_number_unsigned()) {  // past INT64_MAX possibly: compare unsigned
+    const auto u = v.get<std::uint64_t>();
+    if ((hi < 0 || u > static_cast<std::uint64_t>(hi)) ||
+        (lo > 0 && u < static_cast<std::uint64_t>(lo)))
+      throw out_of_range();
+    return static_cast<std::int64_t>(u);
+  }
+  const auto x = v.get<std::int64_t>();
+  if (x < lo || x > hi) throw out_of_range();
+  return x;
+}
+
 void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   const std::string name = p.string();
   std::error_code ec;

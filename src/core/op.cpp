@@ -87,6 +87,8 @@ void Op::validate() const {
       break;
     case OpKind::grouped_gemm:
       check_dim("groups", groups), check_dim("m", m), check_dim("n", n), check_dim("k", k);
+      if (groups > kMaxGroups)
+        throw InputError(fmt::format("groups={} is more than {} experts", groups, kMaxGroups));
       if (skew < 0 || skew > 8) throw InputError(fmt::format("skew={} must be in [0, 8]", skew));
       checked_mul({groups, m, k}), checked_mul({groups, n, k}), checked_mul({groups, m, n});
       if (skew > 0) checked_mul({groups, max_group_rows(), std::max(n, k)});

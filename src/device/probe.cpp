@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "attain/files.hpp"
@@ -423,6 +424,10 @@ namespace {
 template <class T>
 void get(const nlohmann::json& j, const char* key, T& out) {
   if (!j.is_object() || !j.contains(key)) throw InputError(fmt::format("missing field '{}'", key));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {  // 1e52 to int: undefined
+    out = json_integer_as<T>(j.at(key), fmt::format("field '{}'", key));
+    return;
+  }
   try {
     out = j.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {

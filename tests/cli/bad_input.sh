@@ -16,6 +16,12 @@ head -c $((17 << 20)) /dev/zero | tr '\0' ' ' > "$TMP/big.json"
 expect_error 2 "over the limit of 16 MiB" -- $T "$ATTAIN" catalog --model "$TMP/big.json" --summary
 rm -f "$TMP/big.json"
 expect_error 2 "cannot read model config" -- $T "$ATTAIN" catalog --model "$TMP/missing.json" --summary
+# Found by the fuzzers: 2e8 groups (a row count per group: 1.6 GB before any check), and a
+# results field that must be an integer holding 2e52 (converted to int: undefined).
+expect_error 2 "groups=205421887 is more than 65536" -- "$ATTAIN" catalog \
+  --op grouped_gemm:groups=205421887,m=3888,n=4,k=368,dtype=fp8,skew=1,layout=masked
+expect_error 2 "field 'reps' is not an integer (2.2222222222222222e+52)" -- "$ATTAIN" report \
+  "$ROOT/tests/fuzz/corpus/results/crash-float-to-int.json" -o "$TMP/f.html"
 # A number past double's range (found by the fuzzers): bad input like any other JSON error.
 printf '{"model_type":"llama","hidden_size":1e999}' > "$TMP/huge.json"
 expect_error 2 "not valid JSON" -- "$ATTAIN" catalog --model "$TMP/huge.json" --summary
