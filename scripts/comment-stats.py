@@ -5,7 +5,7 @@ A full-line comment line is a line whose first non-blank characters are // or th
 lies inside a /* */ block. A line "quotes a measurement" when it holds a speed-up
 (1.23x), a percentage, a throughput (GB/s, GFLOP/s, TFLOP/s), a time (ms, us, ns),
 "measured N" or "was N", a run's protocol ("min of 3", "in one process", "scratch
-program"), a date (2026-11-..), or a sitting ("eleventh session", "sitting").
+program"), a date (2026-11-..), or an ordinal sitting or session.
 "measured" alone is the project's own vocabulary (measured ceilings, measured results)
 and does not count; nor do shapes such as "4 x 4" or "6x16", or "a % b".
 

@@ -45,6 +45,10 @@ T json_integer_as(const nlohmann::json& v, std::string_view what) {
       json_integer(v, static_cast<std::int64_t>(std::numeric_limits<T>::min()), hi, what));
 }
 
+// Whether a failed write's errno says the system refused the output (no room, a quota, a size
+// limit, a failing device, a closed pipe): a run that could not finish, not bad input.
+bool output_refused(int err);
+
 // Writes `text` to `p` atomically: a temp file "<p>.tmp<pid>" beside it, fsync, rename over
 // `p`. Creates the parent directories. Throws InputError naming `p` and the reason (a target
 // that is a directory included); the temp file never stays behind.

@@ -55,24 +55,25 @@ const bool registered = add_command([](CLI::App& app) {
     }
     std::string ignored;
     for (const auto& c : res.ignored_columns) ignored += (ignored.empty() ? "" : ", ") + c;
-    // Rows above the roofline are ceiling errors (wrong units, or a wrong device): warned about
-    // above and kept out of the figure, as in every summary.
-    std::vector<double> eff;
-    for (const auto& r : res.file.results)
-      if (!r.exceeds_ceiling()) eff.push_back(r.efficiency);
-    const std::size_t above = res.file.results.size() - eff.size();
+    // The figure as every summary gives it: rows above the roofline (wrong units, or a wrong
+    // device) are warned about above and left out.
+    const Summary sum = summarize(res.file.results, {o->backend});
+    const auto all = sum.efficiency.find(o->backend);
+    const auto above = sum.ceiling_errors.find(o->backend);
     fmt::print("imported {} row(s) from {} for device {} ({}), backend '{}'; {} skipped{}\n",
                res.file.results.size(), o->file, dev.id, dev.name, o->backend, res.skipped.size(),
                ignored.empty() ? "" : "; ignored columns: " + ignored);
-    if (eff.empty()) {
+    if (all == sum.efficiency.end()) {
       fmt::print("efficiency against {}'s roofline: no figure, every row is above it\n", dev.id);
     } else {
-      const Aggregate a = aggregate(eff);
+      const Aggregate& a = all->second.at("all");
       fmt::print(
           "efficiency against {}'s roofline: geomean {:.1f}% (median {:.1f}%, quartiles "
           "{:.1f}%..{:.1f}%){}\n",
           dev.id, 100 * a.geomean, 100 * a.median, 100 * a.q1, 100 * a.q3,
-          above ? fmt::format("; {} row(s) above the roofline left out", above) : "");
+          above != sum.ceiling_errors.end()
+              ? fmt::format("; {} row(s) above the roofline left out", above->second)
+              : "");
     }
     if (!o->out.empty()) fmt::print("results written to {}\n", o->out);
     return 0;

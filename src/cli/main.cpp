@@ -1,11 +1,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <exception>
 #include <string>
 #include <system_error>
 
+#include "attain/files.hpp"
 #include "attain/op.hpp"
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
@@ -57,10 +57,8 @@ int main(int argc, char** argv) {
     return 3;
   } catch (const std::system_error& e) {
     // Output the system refused (stdout on a full disk, a closed pipe): the run, not the input.
-    const int v = e.code().value();
-    const bool io = v == ENOSPC || v == EDQUOT || v == EFBIG || v == EIO || v == EPIPE;
     fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
-    return io ? 3 : 1;
+    return attain::output_refused(e.code().value()) ? 3 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "attain: error: {}\n", one_line(e.what(), 400));
     return 1;

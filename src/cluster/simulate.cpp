@@ -323,15 +323,14 @@ double expected_interruptions(const SimConfig& c) {
 MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int threads,
                        const std::function<void(int)>& progress) {
   if (runs <= 0) throw InputError("runs must be positive");
-  validate(c);
+  MonteCarlo mc;
+  mc.plan = plan_checkpoints(c);  // validates c
   const double per_run = expected_interruptions(c);
   if (!(per_run * runs <= kMaxInterruptions))
     throw InputError(fmt::format(
         "{} runs of {:.3g} expected interruptions each ({} chips) are over the limit of {:.0e} "
         "interruptions: fewer runs, days or chips",
         runs, per_run, c.chips, kMaxInterruptions));
-  MonteCarlo mc;
-  mc.plan = plan_checkpoints(c);
   mc.runs.resize(static_cast<std::size_t>(runs));
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, runs);

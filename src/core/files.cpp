@@ -88,6 +88,10 @@ std::int64_t json_integer(const nlohmann::json& v, std::int64_t lo, std::int64_t
   return x;
 }
 
+bool output_refused(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG || err == EIO || err == EPIPE;
+}
+
 void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   const std::string name = p.string();
   std::error_code ec;
@@ -101,8 +105,7 @@ void write_file_atomic(const std::filesystem::path& p, std::string_view text) {
   auto fail = [&](int e) {
     ::unlink(tmp.c_str());
     const std::string what = fmt::format("cannot write '{}': {}", name, errno_text(e));
-    // A full disk, a quota or a size limit, an I/O error: the path was fine, the run was not.
-    if (e == ENOSPC || e == EDQUOT || e == EFBIG || e == EIO) throw RuntimeFailure(what);
+    if (output_refused(e)) throw RuntimeFailure(what);  // the path was fine, the run was not
     throw InputError(what);
   };
   {
