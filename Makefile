@@ -8,7 +8,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DATTAIN_WERROR=ON
 endif
 
-.PHONY: all deps build run test test-asan test-fuzz format clean
+.PHONY: all deps build run test test-asan test-fuzz test-cross format clean
 
 all: build
 
@@ -32,6 +32,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	$(MAKE) test-asan
 	$(MAKE) test-fuzz
+	$(MAKE) test-cross
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (Debug, no benchmarks).
 test-asan: deps
@@ -44,8 +45,12 @@ test-asan: deps
 test-fuzz: deps
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
+# The tree cross-compiled for aarch64 (portable kernels) and its unit tests under qemu-user.
+test-cross:
+	CMAKE_FLAGS="$(CMAKE_FLAGS)" bash scripts/cross-aarch64.sh build-aarch64
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 
 clean:
-	rm -rf $(BUILD) $(ASAN) build-fuzz
+	rm -rf $(BUILD) $(ASAN) build-fuzz build-aarch64

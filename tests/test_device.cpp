@@ -336,7 +336,7 @@ std::set<std::string> proc_cpu_flags() {
 }
 
 TEST(Probe, FeaturesAgreeWithTheKernel) {
-  const CpuFeatures f = detect_cpu_features();
+  const CpuFeatures f = detected_cpu_features();
   const auto flags = proc_cpu_flags();
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
   EXPECT_EQ(f.avx2, flags.count("avx2") == 1);
@@ -378,7 +378,7 @@ TEST(Probe, TinyMeasurement) {
   EXPECT_GT(c.copy_gbps_1t, 0.1);
   EXPECT_GT(c.copy_gbps_all, 0.1);
   EXPECT_GE(c.bw_array_bytes, std::int64_t{4} << 20);
-  const CpuFeatures f = detect_cpu_features();
+  const CpuFeatures f = detected_cpu_features();
   EXPECT_EQ(c.fma_isa, f.avx512f ? "avx512f" : (f.avx2 && f.fma) ? "avx2" : "sse2");
   EXPECT_EQ(c.measured_at.size(), 20u) << c.measured_at;  // 2026-11-30T07:55:11Z
   EXPECT_NE(probe::find_read(probe::kernels_sse2(), c.read_kernel), nullptr) << c.read_kernel;
@@ -403,7 +403,7 @@ TEST(Probe, TinyCheckOfTheCeilings) {
   EXPECT_EQ(c.threads, 1);
   EXPECT_GT(c.fma_gflops, 0.5);
   EXPECT_GT(c.read_gbps, 0.1);
-  EXPECT_EQ(c.bf16_gflops > 0, detect_cpu_features().avx512_bf16);
+  EXPECT_EQ(c.bf16_gflops > 0, detected_cpu_features().avx512_bf16);
   EXPECT_EQ(c.at.size(), 20u) << c.at;
   EXPECT_EQ(probe::check_ceilings(0, "end", cfg).threads, 1);  // at least one thread
 }
@@ -540,7 +540,7 @@ TEST(Probe, NoDecodeOutrunsTheReadCeiling) {
 TEST(Probe, ReadLoopsSumEveryFloat) {
   std::vector<probe::Kernels> sets = {probe::kernels_sse2()};
 #if defined(__x86_64__)
-  const CpuFeatures f = detect_cpu_features();
+  const CpuFeatures f = detected_cpu_features();
   if (f.avx2 && f.fma) sets.push_back(probe::kernels_avx2());
   if (f.avx512f) sets.push_back(probe::kernels_avx512());
 #endif

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "attain/catalog.hpp"
+#include "attain/cpu_features.hpp"
 #include "attain/dtype.hpp"
 #include "attain/moe.hpp"
 #include "moe/reduce_kernels.hpp"
@@ -232,13 +233,18 @@ TEST(MoeExpertMlp, RejectsWhatTheBackendCannotRun) {
 // (one bf16 rounding of the fp32 sum apart), tails that are not a multiple of the 64-wide
 // chunk, no rows (zeros), up to 9 rows, and a NaN or Inf in one row reaching the output.
 TEST(MoeRowOps, WeightedSumEveryIsaMatchesFp64) {
+  using attain::IsaLevel;
   using attain::moe::detail::RowOps;
+  // Every variant the CPU runs; the default is the best at the level of cpu_features()
+  // (ATTAIN_ISA's cap included).
+  const IsaLevel cpu = attain::isa_level(attain::detected_cpu_features());
+  const IsaLevel level = attain::isa_level(attain::cpu_features());
   std::vector<const RowOps*> isas = {&attain::moe::detail::row_ops_generic()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    isas.push_back(&attain::moe::detail::row_ops_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-    isas.push_back(&attain::moe::detail::row_ops_avx512());
-  EXPECT_STREQ(attain::moe::detail::row_ops().isa, isas.back()->isa);
+  if (cpu >= IsaLevel::avx2) isas.push_back(&attain::moe::detail::row_ops_avx2());
+  if (cpu >= IsaLevel::avx512) isas.push_back(&attain::moe::detail::row_ops_avx512());
+  EXPECT_STREQ(attain::moe::detail::row_ops().isa, level >= IsaLevel::avx512 ? "avx512"
+                                                   : level >= IsaLevel::avx2 ? "avx2"
+                                                                             : "generic");
   std::mt19937 g(7);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   for (const RowOps* ops : isas)

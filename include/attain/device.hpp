@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attain/cpu_features.hpp"
 #include "attain/op.hpp"
 
 namespace attain {
@@ -27,11 +28,6 @@ std::vector<DeviceSpec> load_devices();       // every file in data/devices
 DeviceSpec load_device(std::string_view id);  // throws InputError (lists known ids)
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin);
 
-struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false,
-       avx512_bf16 = false, amx = false;
-};
-
 struct HostCeilings {
   std::string cpu_model;
   int cores = 1;  // logical CPUs available to this process
@@ -42,13 +38,13 @@ struct HostCeilings {
   double read_gbps_1t = 0, read_gbps_all = 0;      // streaming read
   double copy_gbps_1t = 0, copy_gbps_all = 0;      // read + write counted
   std::string fma_isa;                             // the FMA loop measured: avx512f, avx2, sse2
-  std::string read_kernel;  // the read loop that was fastest: plain, streams4, prefetch, nt
+  std::string read_kernel;          // the read loop that was fastest: plain, streams4, prefetch, nt
   std::int64_t bw_array_bytes = 0;  // array size of the bandwidth runs
   // The smallest array (a power of two from 8 MiB) whose second read in a row runs at memory
   // speed: the cache this process really reaches, measured (a VM may be told the socket's
   // whole L3 and own a slice of it, or own more than it is told). 0: not measured.
   std::int64_t cold_bytes = 0;
-  std::string measured_at;          // ISO date
+  std::string measured_at;  // ISO date
   // Figure name (as in the JSON: "read_gbps_all", ...) -> (best - worst) / best over the trials
   // of the loop that gave it: how steady the machine was while it was measured.
   std::map<std::string, double> spread;
@@ -86,12 +82,10 @@ struct CeilingsCheck {
   std::string at;    // ISO time
   int threads = 0;
   double fma_gflops = 0, bf16_gflops = 0, read_gbps = 0;  // bf16: 0 where there is no bf16 dot
-  std::string read_kernel;  // the read loop that gave read_gbps
-  double t_unix = 0;        // seconds since the epoch (when ops near it are found)
+  std::string read_kernel;                                // the read loop that gave read_gbps
+  double t_unix = 0;  // seconds since the epoch (when ops near it are found)
 };
 
-CpuFeatures detect_cpu_features();
-std::string cpu_model_name();
 // Measured ceilings, cached in $XDG_CACHE_HOME/attain/probe.json (keyed by CPU model and
 // core count); refresh re-measures. `progress` prints what is being measured to stderr.
 HostCeilings probe_host(bool refresh = false, bool progress = false);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attain/dtype.hpp"
 
@@ -137,6 +138,9 @@ void gemm(const Params& p);
 
 // The schedule gemm(p) would run with every automatic field resolved.
 Schedule resolve(const Params& p);
+// Why: the heuristic's reason for each choice it made for p (the path, the operand swap), one
+// line each, then describe() of the resolved schedule. Fields the caller set are not explained.
+std::vector<std::string> explain(const Params& p);
 // A resolved schedule as readable text (the kernel, blocks, threads, grid, ...; the items'
 // regions of a batched call are the call's: tune::describe adds them).
 std::string describe(const Schedule& s);
@@ -178,9 +182,11 @@ bool fuses_items(const Call& c);
 // split-K; its thread count is the region's. The calls must not write what another reads.
 void run_together(const Call* calls, std::size_t count, int threads);
 
-// Which micro-kernel family this CPU gets (CPUID), honouring ATTAIN_ISA=scalar|avx2|avx512.
+// Which micro-kernel family this CPU gets: the best that cpu_features() (cpu_features.hpp, the
+// ATTAIN_ISA cap included) runs. ATTAIN_ISA=avx512 also leaves out the bf16 pairs, which need
+// the avx512_bf16 level.
 Isa detected_isa();
-// True when the CPU (and OS) can run kernels of this family.
+// True when cpu_features() can run kernels of this family.
 bool isa_supported(Isa isa);
 
 }  // namespace attain::gemm

@@ -2,18 +2,15 @@
 #include <fmt/format.h>
 
 #include "attain/gemm.hpp"
+#include "attain/gemm_plan.hpp"
 #include "attain/mla.hpp"
 #include "attain/tune.hpp"
 #include "backends/backends.hpp"
-#include "kernels/cpu/gemm/dispatch.hpp"
+#include "core/util.hpp"
 
 namespace attain::backends {
 
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Binds pointers and shapes only: the inputs are neither read nor packed here.
 class AttainKernel final : public Kernel {
@@ -43,7 +40,7 @@ class AttainBackend final : public Backend {
     // forced by ATTAIN_GEMM_TABLE) say which ran.
     const gemm::Isa isa = gemm::detected_isa();
     return fmt::format("attain {} ({} kernels, {} table)", ATTAIN_VERSION, gemm::isa_name(isa),
-                       gemm::detail::cpu_table_row_name(isa));
+                       gemm::family_of(isa).row);
   }
   Support supports(const Op& op) const override {
     if (!is_op_dtype(op.dtype)) return Support::no("dtype not supported");

@@ -6,10 +6,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
+#include "attain/cpu_features.hpp"
 #include "backends/backends.hpp"
 #include "backends/dynlib.hpp"
 #include "backends/gemm_loops.hpp"
@@ -30,19 +28,11 @@ std::atomic<int> g_blis_threads{0};
 std::string choose_blis_arch(const char* version, decltype(&bli_arch_string) arch_string) {
   if (const char* user = std::getenv("BLIS_ARCH_TYPE"))
     return fmt::format("BLIS_ARCH_TYPE={} set by the user", user);
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return "";
-  char vendor[13] = {};
-  std::memcpy(vendor, &b, 4), std::memcpy(vendor + 4, &d, 4), std::memcpy(vendor + 8, &c, 4);
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return "";
-  unsigned family = (a >> 8) & 0xf;
-  if (family == 0xf) family += (a >> 20) & 0xff;
-  const bool avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (std::strcmp(vendor, "AuthenticAMD") == 0 && family > 0x19 && avx2_fma &&
+  const CpuFeatures& cpu = detected_cpu_features();  // the CPU BLIS sees, not ATTAIN_ISA's cap
+  const bool avx2_fma = cpu.avx2 && cpu.fma;
+  if (cpu.vendor == "AuthenticAMD" && cpu.family > 0x19 && avx2_fma &&
       std::strncmp(version, "0.", 2) == 0) {
-    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
     const char* want = avx512 ? "skx" : "zen3";
     // BLIS 0.9 reads BLIS_ARCH_TYPE as a number (its arch_t id); the names come from a table
     // that can be read before BLIS initializes.
@@ -53,11 +43,8 @@ std::string choose_blis_arch(const char* version, decltype(&bli_arch_string) arc
     return fmt::format(
         "{} requested via BLIS_ARCH_TYPE: BLIS {} does not know AMD family {:#x} "
         "and would run its generic C kernels",
-        want, version, family);
+        want, version, cpu.family);
   }
-#else
-  (void)version, (void)arch_string;
-#endif
   return "";
 }
 

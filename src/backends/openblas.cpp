@@ -71,7 +71,7 @@ class OpenBlasBackend final : public Backend {
 // best: said once, with the setting that gives it its vector kernels.
 void warn_if_old_kernels(const std::string& config) {
   static bool said = false;
-  const CpuFeatures f = detect_cpu_features();
+  const CpuFeatures f = detected_cpu_features();
   if (said || !f.avx2) return;
   for (const char* core : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
                            "Sandybridge", "Katmai", "Coppermine", "Northwood"})

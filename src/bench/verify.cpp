@@ -11,6 +11,7 @@
 
 #include "attain/threadpool.hpp"
 #include "bench/rng.hpp"
+#include "core/util.hpp"
 #include "device/probe.hpp"
 
 namespace attain {
@@ -18,10 +19,6 @@ namespace attain {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
-
 void store(const Tensor& t, std::int64_t i, float v) {
   switch (t.desc.dtype) {
     case DType::f32:

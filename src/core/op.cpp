@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 
+#include "core/util.hpp"
+
 namespace attain {
 
 std::string_view kind_name(OpKind k) {
@@ -25,10 +27,6 @@ std::string_view kind_name(OpKind k) {
 }
 
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 std::int64_t parse_int(std::string_view key, std::string_view v) {
   std::int64_t x = 0;

@@ -226,6 +226,11 @@ void write_array(float* p, std::size_t n, int threads) {
 
 }  // namespace
 
+CacheSizes cache_sizes() {
+  const CpuFeatures& f = detected_cpu_features();
+  return {f.l1d_bytes, f.l2_bytes, f.l3_bytes};
+}
+
 int available_cpus() {
   const auto n = static_cast<int>(allowed_cpu_list().size());
   if (n > 0) return n;
@@ -243,7 +248,7 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
   HostCeilings c;
   c.cpu_model = cpu_model_name();
   c.cores = available_cpus();
-  c.isa = detect_cpu_features();
+  c.isa = detected_cpu_features();
   const CacheSizes caches = cache_sizes();
   c.l1d_bytes = caches.l1d, c.l2_bytes = caches.l2, c.l3_bytes = caches.l3;
   const int all = cfg.threads > 0 ? cfg.threads : c.cores;
@@ -354,7 +359,7 @@ struct CeilingSampler::Impl {
 
 CeilingSampler::CeilingSampler(int threads, const ProbeConfig& cfg) {
   const int t = std::max(1, threads);
-  const CpuFeatures isa = detect_cpu_features();
+  const CpuFeatures isa = detected_cpu_features();
   const std::size_t n = array_floats(
       cfg.bw_array_bytes > 0 ? cfg.bw_array_bytes : default_bw_array_bytes(cache_sizes()), t);
   impl_ = std::make_unique<Impl>(t, cfg, best_kernels(isa), isa.avx512_bf16, n);

@@ -17,19 +17,13 @@
 #include "attain/backend.hpp"
 #include "attain/device.hpp"
 #include "attain/moe.hpp"
+#include "core/util.hpp"
 
 namespace attain::moe {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-std::size_t idx(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "attain/moe.hpp"
+#include "core/util.hpp"
 #include "moe/reduce_kernels.hpp"
 
 namespace attain::moe {
@@ -42,12 +43,6 @@ namespace attain::moe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-std::size_t idx(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 std::int64_t align64(std::int64_t x) {
   return align_up(x, 64);
 }

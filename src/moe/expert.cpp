@@ -9,14 +9,11 @@
 #include "attain/moe.hpp"
 #include "attain/tensor.hpp"
 #include "attain/verify.hpp"
+#include "core/util.hpp"
 
 namespace attain::moe {
 
 namespace {
-std::size_t idx(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 Op grouped(const ExpertConfig& c, std::int64_t m, std::int64_t n, std::int64_t k) {
   Op op;
   op.kind = OpKind::grouped_gemm;

@@ -1,3 +1,4 @@
+#include "attain/cpu_features.hpp"
 #include "moe/reduce_kernels.hpp"
 
 namespace attain::moe::detail {
@@ -8,10 +9,11 @@ const RowOps& row_ops_generic() {
 }
 
 const RowOps& row_ops() {
-  static const RowOps& best =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? row_ops_avx512()
-      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")       ? row_ops_avx2()
-                                                                              : row_ops_generic();
+  // The level of cpu_features(): ATTAIN_ISA caps it as it caps every kernel family.
+  static const IsaLevel level = isa_level(cpu_features());
+  static const RowOps& best = level >= IsaLevel::avx512 ? row_ops_avx512()
+                              : level >= IsaLevel::avx2 ? row_ops_avx2()
+                                                        : row_ops_generic();
   return best;
 }
 

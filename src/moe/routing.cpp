@@ -9,14 +9,11 @@
 
 #include "attain/moe.hpp"
 #include "bench/rng.hpp"
+#include "core/util.hpp"
 
 namespace attain::moe {
 
 namespace {
-
-std::size_t idx(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
 
 // Indices of the k largest values (ties: lower index first), in descending order.
 std::vector<int> top_indices(const std::vector<double>& v, int k) {

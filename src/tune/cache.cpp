@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -24,10 +23,6 @@
 #include "attain/op.hpp"
 #include "attain/tune_cache.hpp"
 #include "device/probe.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #ifndef ATTAIN_KERNEL_BUILD_ID
 #define ATTAIN_KERNEL_BUILD_ID "unknown"
@@ -267,25 +262,9 @@ double log2_size(std::int64_t x) {
 }
 
 std::string cpu_identity() {
-  std::string vendor = "unknown-vendor";
-  unsigned family = 0, model = 0;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0, &a, &b, &c, &d)) {
-    char v[13] = {};
-    std::memcpy(v, &b, 4), std::memcpy(v + 4, &d, 4), std::memcpy(v + 8, &c, 4);
-    vendor = v;
-  }
-  if (__get_cpuid(1, &a, &b, &c, &d)) {
-    // Display family/model (Intel SDM / AMD APM): the extended fields count for family 0xF
-    // (and, for the model, family 6).
-    const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
-    family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
-    model = (base_family == 0xF || base_family == 6) ? base_model | (((a >> 16) & 0xF) << 4)
-                                                     : base_model;
-  }
-#endif
-  return fmt::format("{} 0x{:02x}/0x{:02x} {}", vendor, family, model, cpu_model_name());
+  const CpuFeatures& c = detected_cpu_features();
+  return fmt::format("{} 0x{:02x}/0x{:02x} {}", c.vendor.empty() ? "unknown-vendor" : c.vendor,
+                     c.family, c.model, cpu_model_name());
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 #include <queue>
 #include <set>
 
+#include "attain/gemm_plan.hpp"
 #include "attain/tune.hpp"
-#include "kernels/cpu/gemm/dispatch.hpp"
+#include "core/util.hpp"
 
 namespace attain::tune {
 
@@ -18,18 +19,14 @@ using gemm::Form;
 using gemm::Path;
 using gemm::Schedule;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
-std::int64_t round_up(std::int64_t a, std::int64_t b) {
-  return ceil_div(a, b) * b;
-}
 double d(std::int64_t v) {
   return static_cast<double>(v);
 }
 
 bool decode_ok(const Call& c) {
-  return gemm::detail::decode_ok(c.p, false);
+  Schedule s;
+  s.path = Path::decode;
+  return gemm::schedule_fits(c.p, s);
 }
 
 // Seconds per element the decode kernel spends converting W to fp32 in registers, per thread
@@ -95,134 +92,114 @@ double makespan(std::vector<double>& blocks, int t) {
   return worst;
 }
 
-// The blocks of one item under a resolved schedule, appended; the work before or after the
-// blocks (A converted or A^T packed by the threads first, split-K sums on the caller) added to
-// `serial`.
-void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
-                 std::vector<BlockWork>& out, double& serial) {
-  const auto& fam = gemm::detail::family(s.isa);
-  if (s.swap) {  // the direct or decode path's blocks for the swapped operands
-    Schedule t = s;
-    t.swap = false;
-    return item_blocks(gemm::detail::swapped(p), t, mc, out, serial);
+// The decode path's blocks: W streamed once per block, converted in registers (fp32 route) or
+// multiplied as bf16 pairs at the bf16 dot peak (bf16 W as stored, fp8 W through two byte
+// lookups, about a third of the fp32 route's conversion cost).
+void decode_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>& out,
+                 double& serial) {
+  const gemm::Params& p = pl.p;
+  const bool fp8_pairs = pl.route.fp8_pairs, bf16_pairs = pl.route.bf16_pairs && !fp8_pairs;
+  const double dec_peak = pl.route.bf16_pairs && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9
+                                                                       : mc.fma_gflops_1t * 1e9;
+  const double conv = bf16_pairs ? 0.0 : fp8_pairs ? convert_s(p.b_type) / 3 : convert_s(p.b_type);
+  const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
+  for (const gemm::PlanBlock& b : pl.blocks) {
+    const double nb = d(b.n1 - b.n0), k = d(b.k);
+    BlockWork w;
+    w.bytes = nb * k * bsz + d(p.m) * k * 4.0;
+    w.bw_eff = kDecodeBwEff;
+    // Prefetch: one stage leaves the next tile's latency exposed.
+    w.mem_factor = pl.s.stages <= 1 ? 1.15 : 1.0;
+    w.compute_s = 2.0 * d(p.m) * nb * k / (dec_peak * kDecodeEff) + nb * k * conv;
+    w.fixed_s = kBlockS;
+    out.push_back(w);
   }
-  const double peak = mc.fma_gflops_1t * 1e9;
+  // A converted (by the region's threads, before the blocks).
+  if (p.a_type != DType::f32 && !bf16_pairs)
+    serial += d(p.m * p.k) * kSerialS / std::max(1, pl.s.threads);
+}
+
+// The direct path's blocks: W read once, in place; A^T packed by all threads first (a region of
+// its own). bf16 A and W as bf16 pairs: the bf16 dot peak, one broadcast per two k. W of another
+// dtype is converted a tile at a time before the tile computes (fp8 pairs: to bf16 by byte
+// lookups, as the fp8 pairs decode converts). At most direct_lanes / 2 rows of A on the k-pairs
+// kernel: two k in each pair of lanes, half the vectors of the padded panel; the broadcasts as
+// many (two values each, at about the cost of two).
+void direct_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>& out,
+                 double& serial) {
+  const gemm::Params& p = pl.p;
+  const bool words = pl.route.bf16_pairs;
+  const double dpeak =
+      words && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : mc.fma_gflops_1t * 1e9;
+  const double kw = words ? 2.0 : 1.0;
+  const double conv = pl.route.converts_w  ? convert_s(p.b_type) * 4
+                      : pl.route.fp8_pairs ? convert_s(p.b_type) / 3
+                                           : 0.0;
+  const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
+  const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
+  for (const gemm::PlanBlock& b : pl.blocks) {
+    std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
+    for (std::int64_t i0 = b.m0; i0 < b.m1; i0 += pl.direct_panel)
+      width += pl.route.k_pairs
+                   ? pl.direct_lanes / 2
+                   : round_up(std::min<std::int64_t>(pl.direct_panel, b.m1 - i0), pl.direct_lanes);
+    const double nb = d(b.n1 - b.n0);
+    BlockWork w;
+    w.bytes = nb * d(p.k) * bsz + d((b.m1 - b.m0) * p.k) * asz;
+    w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
+                           nb * d(p.k) / kw * kDirectWS) *
+                      (pl.s.stages <= 1 ? 1.05 : 1.0) +
+                  nb * d(p.k) * conv;
+    w.fixed_s = kBlockS * 2;
+    out.push_back(w);
+  }
+  serial += d(p.m * p.k) * kPackS / std::max(1, pl.s.threads) + mc.region_s;
+}
+
+// The packed path's blocks: the micro-kernel at its peak (the bf16 dot peak on bf16 pairs), A
+// packed once per NC column block and B once; a small KC re-reads C more often.
+void packed_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>& out) {
+  const gemm::Params& p = pl.p;
+  const Schedule& s = pl.s;
+  const double packed_peak = pl.route.bf16_pairs && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9
+                                                                          : mc.fma_gflops_1t * 1e9;
   const double bsz = d(static_cast<std::int64_t>(dtype_size(p.b_type)));
   const double asz = d(static_cast<std::int64_t>(dtype_size(p.a_type)));
   const double csz = d(static_cast<std::int64_t>(dtype_size(p.c_type)));
-  // Split-K (both paths): blocks of one K slice of kl elements, the slices' fp32 partials
-  // summed by the caller.
-  const std::int64_t kl = s.split_k > 1 ? round_up(ceil_div(p.k, s.split_k), 128) : p.k;
-  const std::int64_t slices = ceil_div(p.k, kl);
-  if (slices > 1) serial += d(slices * p.m * p.n) * kSerialS;
-  if (s.path == Path::decode) {
-    // The bf16-pairs decode kernels run at the bf16 dot peak: bf16 W as it is stored, fp8 W
-    // through two byte lookups (about a third of the fp32 route's conversion cost).
-    const bool bf16_pairs = gemm::detail::decodes_bf16_pairs(p, fam);
-    const bool fp8_pairs = gemm::detail::decodes_fp8_pairs(p, fam);
-    const double dec_peak =
-        (bf16_pairs || fp8_pairs) && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
-    const double conv = bf16_pairs  ? 0.0
-                        : fp8_pairs ? convert_s(p.b_type) / 3
-                                    : convert_s(p.b_type);
-    // The engine's blocks: each thread's columns in pieces (gemm::detail::piece_cols).
-    std::int64_t chunk =
-        round_up(ceil_div(p.n, std::max(1, s.threads_n)), gemm::detail::kDecodeRows);
-    if (s.threads > 1)
-      chunk = gemm::detail::piece_cols(chunk, gemm::detail::kDecodeRows,
-                                       gemm::detail::rough_ns(p.b_type, p.m, chunk, p.k));
-    for (std::int64_t n0 = 0; n0 < p.n; n0 += chunk) {
-      const double nb = d(std::min(chunk, p.n - n0));
-      for (std::int64_t sl = 0; sl < slices; ++sl) {
-        const double k = d(std::min(kl, p.k - sl * kl));
-        BlockWork w;
-        w.bytes = nb * k * bsz + d(p.m) * k * 4.0;
-        w.bw_eff = kDecodeBwEff;
-        // Prefetch: one stage leaves the next tile's latency exposed.
-        w.mem_factor = s.stages <= 1 ? 1.15 : 1.0;
-        w.compute_s = 2.0 * d(p.m) * nb * k / (dec_peak * kDecodeEff) + nb * k * conv;
-        w.fixed_s = kBlockS;
-        out.push_back(w);
-      }
-    }
-    // A converted (by the region's threads, before the blocks).
-    if (p.a_type != DType::f32 && !bf16_pairs)
-      serial += d(p.m * p.k) * kSerialS / std::max(1, s.threads);
-    return;
+  for (const gemm::PlanBlock& b : pl.blocks) {
+    const std::int64_t mb = b.m1 - b.m0, nb = b.n1 - b.n0, kb = b.k;
+    const double comp =
+        2.0 * d(round_up(mb, pl.mr) * round_up(nb, pl.nr) * kb) / (packed_peak * kPackedEff);
+    const double a_packs = d(ceil_div(nb, s.nc));
+    const double pack = (d(mb * kb) * a_packs + d(nb * kb)) * kPackS;
+    const double c_passes = d(ceil_div(kb, s.kc));
+    // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
+    const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
+    const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
+    BlockWork w;
+    w.bytes =
+        d(mb * kb) * asz * a_packs + d(nb * kb) * bsz + d(mb * nb) * csz * std::min(c_passes, 4.0);
+    w.compute_s = comp * l2 * kc_eff + pack;
+    w.fixed_s = kBlockS * 4;
+    out.push_back(w);
   }
-  if (s.path == Path::direct) {
-    // W read once, in place; A^T packed by all threads first (a region of its own). bf16 A and
-    // W as bf16 pairs: the bf16 dot peak, one broadcast per two k.
-    const bool words = gemm::detail::direct_pairs(p, fam);
-    const double dpeak = words && mc.bf16_gflops_1t > 0 ? mc.bf16_gflops_1t * 1e9 : peak;
-    const double kw = words ? 2.0 : 1.0;
-    // W of another dtype is converted a tile at a time before the tile computes (fp8 pairs: to
-    // bf16 by byte lookups, as the fp8 pairs decode converts).
-    const double conv = gemm::detail::direct_converts(p, fam)    ? convert_s(p.b_type) * 4
-                        : gemm::detail::direct_fp8_pairs(p, fam) ? convert_s(p.b_type) / 3
-                                                                 : 0.0;
-    // At most direct_lanes / 2 rows of A on the k-pairs kernel (direct_k2): two k in each pair of
-    // lanes, half the vectors of the padded panel; the broadcasts as many (two values each, at
-    // about the cost of two).
-    const bool k2 = gemm::detail::direct_on_k_pairs(p, fam);
-    // The grid: whole panels of A^T (threads_m) by W tiles (threads_n).
-    const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.direct_panel);
-    const std::int64_t cell = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.direct_rows);
-    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
-      const std::int64_t m1 = std::min(p.m, m0 + mchunk);
-      // The engine's blocks: each cell in pieces (gemm::detail::piece_cols), except where the
-      // blocks pack their own A^T panels (threads_n = 1).
-      const std::int64_t nchunk =
-          s.threads > 1 && (s.threads_n > 1 || k2)
-              ? gemm::detail::piece_cols(cell, fam.direct_rows,
-                                         gemm::detail::rough_ns(p.b_type, m1 - m0, cell, p.k))
-              : cell;
-      std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
-      for (std::int64_t i0 = m0; i0 < m1; i0 += fam.direct_panel)
-        width += k2 ? fam.direct_lanes / 2
-                    : round_up(std::min<std::int64_t>(fam.direct_panel, m1 - i0), fam.direct_lanes);
-      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
-        const double nb = d(std::min(nchunk, p.n - n0));
-        BlockWork w;
-        w.bytes = nb * d(p.k) * bsz + d((m1 - m0) * p.k) * asz;
-        w.compute_s = std::max(2.0 * d(width) * nb * d(p.k) / (dpeak * kDirectEff),
-                               nb * d(p.k) / kw * kDirectWS) *
-                          (s.stages <= 1 ? 1.05 : 1.0) +
-                      nb * d(p.k) * conv;
-        w.fixed_s = kBlockS * 2;
-        out.push_back(w);
-      }
-    }
-    serial += d(p.m * p.k) * kPackS / std::max(1, s.threads) + mc.region_s;
-    return;
+}
+
+// The blocks of one item under a schedule - the engine's own plan of them (gemm::plan), priced
+// block by block - appended; the work before or after the blocks (A converted or A^T packed by
+// the threads first, split-K sums on the caller) added to `serial`.
+void item_blocks(const gemm::Params& p, const Schedule& s, const Machine& mc,
+                 std::vector<BlockWork>& out, double& serial) {
+  const gemm::Plan pl = gemm::plan(p, s);
+  if (pl.slices > 1) serial += d(pl.slices * pl.p.m * pl.p.n) * kSerialS;
+  switch (pl.s.path) {
+    case Path::decode:
+      return decode_work(pl, mc, out, serial);
+    case Path::direct:
+      return direct_work(pl, mc, out, serial);
+    default:
+      return packed_work(pl, mc, out);
   }
-  // bf16 A and B multiplied as bf16 pairs: the packed kernel runs at the bf16 dot peak.
-  const double packed_peak = gemm::detail::multiplies_bf16_pairs(p, fam) && mc.bf16_gflops_1t > 0
-                                 ? mc.bf16_gflops_1t * 1e9
-                                 : peak;
-  const std::int64_t mchunk = round_up(ceil_div(p.m, std::max(1, s.threads_m)), fam.mr);
-  const std::int64_t nchunk = round_up(ceil_div(p.n, std::max(1, s.threads_n)), fam.nr);
-  for (std::int64_t k0 = 0; k0 < p.k; k0 += kl)
-    for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk)
-      for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk) {
-        const std::int64_t mb = std::min(mchunk, p.m - m0), nb = std::min(nchunk, p.n - n0);
-        const std::int64_t kb = std::min(kl, p.k - k0);
-        const double comp =
-            2.0 * d(round_up(mb, fam.mr) * round_up(nb, fam.nr) * kb) / (packed_peak * kPackedEff);
-        // A is packed once per NC column block, B once; a small KC re-reads C more often.
-        const double a_packs = d(ceil_div(nb, s.nc));
-        const double pack = (d(mb * kb) * a_packs + d(nb * kb)) * kPackS;
-        const double c_passes = d(ceil_div(kb, s.kc));
-        // An MC block that overflows L2 with its A panel streams it from L3 each jr step.
-        const double l2 = d(s.mc) * d(s.kc) * 4.0 > 1.5e6 ? 1.1 : 1.0;
-        const double kc_eff = s.kc < 128 ? 1.15 : 1.0;
-        BlockWork w;
-        w.bytes = d(mb * kb) * asz * a_packs + d(nb * kb) * bsz +
-                  d(mb * nb) * csz * std::min(c_passes, 4.0);
-        w.compute_s = comp * l2 * kc_eff + pack;
-        w.fixed_s = kBlockS * 4;
-        out.push_back(w);
-      }
 }
 
 // The blocks' times when `active` threads stream at once.
@@ -398,8 +375,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
   add(Schedule{});  // the default
   add(heuristic(c, mc));
   const gemm::Isa isa = gemm::detected_isa();
-  const auto& blk = gemm::detail::blocking(isa);
-  const auto& fam = gemm::detail::family(isa);
+  const gemm::Family fam = gemm::family_of(isa);
   std::vector<int> threads = {c.p.threads};
   for (int t = c.p.threads / 2; t >= 1; t /= 2) threads.push_back(t);
   if (threads.back() != 1) threads.push_back(1);
@@ -436,7 +412,10 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
           }
         }
         // The decode path on the swapped operands (few columns: A's rows streamed once).
-        if (gemm::detail::decode_ok(c.p, true) && gemm::detail::swap_ok(c.p, fam))
+        Schedule swapped_decode;
+        swapped_decode.path = Path::decode;
+        swapped_decode.swap = true;
+        if (gemm::schedule_fits(c.p, swapped_decode))
           for (int kt : {1024, 4096})
             for (int st : {1, 2}) {
               Schedule s = base;
@@ -450,8 +429,10 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
             }
         // The direct path, and on the swapped operands (C^T = W . A^T) where it applies.
         for (const bool swap : {false, true}) {
-          if (swap ? !gemm::detail::swap_ok(c.p, fam) : !gemm::detail::direct_ok(c.p, fam))
-            continue;
+          Schedule direct;
+          direct.path = Path::direct;
+          direct.swap = swap;
+          if (!gemm::schedule_fits(c.p, direct)) continue;
           for (int kc : {0, 512, 1024, 2048})
             for (int st : {1, 2}) {
               Schedule s = base;
@@ -465,7 +446,7 @@ std::vector<Schedule> candidates(const Call& c, const Machine& mc) {
             }
         }
         for (int kc : {128, 256, 384, 512})
-          for (int mcb : {blk.mc / 2, blk.mc, blk.mc * 2})
+          for (int mcb : {fam.mc / 2, fam.mc, fam.mc * 2})
             for (gemm::Order order : {gemm::Order::mk, gemm::Order::km}) {
               Schedule s = base;
               s.path = Path::packed;

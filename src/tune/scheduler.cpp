@@ -7,8 +7,8 @@
 #include <map>
 #include <mutex>
 
+#include "attain/gemm_plan.hpp"
 #include "attain/tune.hpp"
-#include "kernels/cpu/gemm/dispatch.hpp"
 
 namespace attain::tune {
 
@@ -16,13 +16,7 @@ namespace {
 
 // A cached schedule is usable for this call when the engine accepts it for this shape.
 bool usable(const gemm::Call& c, const gemm::Schedule& s) {
-  if (s.path == gemm::Path::decode && !gemm::detail::decode_ok(c.p, s.swap)) return false;
-  const auto& fam =
-      gemm::detail::family(s.isa == gemm::Isa::automatic ? gemm::detected_isa() : s.isa);
-  if (s.swap ? !gemm::detail::swap_ok(c.p, fam)
-             : s.path == gemm::Path::direct && !gemm::detail::direct_ok(c.p, fam))
-    return false;
-  return s.threads <= c.p.threads;
+  return gemm::schedule_fits(c.p, s) && s.threads <= c.p.threads;
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ printf '{"model_type":"llama","hidden_size":4097,"intermediate_size":512,"num_hi
   "vocab_size":1000,"num_attention_heads":32,"num_key_value_heads":8}' > "$TMP/odd.json"
 expect_error 2 "not a multiple of num_attention_heads 32" -- "$ATTAIN" catalog --model "$TMP/odd.json"
 expect_error 2 "ATTAIN_ISA=garbage: expected" -- env ATTAIN_ISA=garbage "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
-expect_error 2 "ATTAIN_MLA_ISA=nope: expected" -- env ATTAIN_MLA_ISA=nope "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
+expect_error 2 "ATTAIN_ISA=avx9: expected scalar, avx2, avx512 or avx512_bf16" -- env ATTAIN_ISA=avx9 "$ATTAIN" mla --batch 1 --seqlen 64 --heads 16
 expect_error 2 "GiB of memory" -- $T "$ATTAIN" bench --op gemm:m=65536,n=65536,k=65536,dtype=fp32 --no-progress
 expect_error 2 "min-reps -5 outside" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --min-reps -5
 expect_error 2 "separate-kv-max-gb nan must be positive" -- "$ATTAIN" mla -b 1 -s 64 --heads 16 --separate-kv-max-gb nan

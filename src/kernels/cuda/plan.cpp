@@ -3,19 +3,14 @@
 #include <algorithm>
 
 #include "attain/op.hpp"
+#include "core/util.hpp"
 
 namespace attain::cuda {
 
 static_assert(kCacheDk == kMlaDk && kCacheDv == kMlaDv && kCacheBlock == kMlaBlock &&
               kCacheFp8RowBytes == kMlaFp8RowBytes);
 
-namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 DecodeGemmPlan plan_decode_gemm(std::int64_t m, std::int64_t n, std::int64_t k,
                                 std::int64_t batches, int elem_bytes, int sms) {

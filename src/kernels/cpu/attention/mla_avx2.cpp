@@ -244,12 +244,7 @@ float exp_sum(float* x, int n, float shift) {
 
 const Ukernels* avx2_ukernels() {
   static const Ukernels k{"avx2", 8, convert, qk, softmax, pv, dot, axpy, exp_sum};
-  // CPUID through the one detector (clang's __builtin_cpu_supports knows no "f16c").
-  static const bool ok = [] {
-    const CpuFeatures f = detect_cpu_features();
-    return f.avx2 && f.fma && f.f16c;
-  }();
-  return ok ? &k : nullptr;
+  return isa_level(cpu_features()) >= IsaLevel::avx2 ? &k : nullptr;
 }
 
 }  // namespace attain::mla

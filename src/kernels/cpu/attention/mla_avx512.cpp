@@ -5,6 +5,7 @@
 // qk: 8 tokens x 32 query rows (16 accumulators): per k, two loads of qt and eight
 //     broadcasts of kf feed 16 FMAs; a full 64-token block has no token edge.
 // pv: 8 query rows x 32 output columns: per token, two loads of V and eight broadcasts of P.
+#include "attain/cpu_features.hpp"
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -145,10 +146,7 @@ void axpy(float a, const float* x, float* y, int n) {
 const Ukernels* avx512_ukernels() {
   static const Ukernels* table = []() -> const Ukernels* {
     const Ukernels* a2 = avx2_ukernels();
-    if (a2 == nullptr || !__builtin_cpu_supports("avx512f") ||
-        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
-        !__builtin_cpu_supports("avx512dq"))
-      return nullptr;
+    if (a2 == nullptr || isa_level(cpu_features()) < IsaLevel::avx512) return nullptr;
     static const Ukernels k{"avx512", 16, a2->convert, qk, a2->softmax, pv, dot, axpy, a2->exp_sum};
     return &k;
   }();

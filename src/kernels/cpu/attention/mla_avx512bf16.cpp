@@ -8,6 +8,7 @@
 // pv16: 8 query rows x 32 output columns; per pair of tokens, two loads of value pairs and
 //       eight broadcasts of probability pairs. The value pairs are interleaved from two cache
 //       rows once per block (pack16), so every query row of the request reuses them.
+#include "attain/cpu_features.hpp"
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -198,7 +199,7 @@ void pv16(const std::uint32_t* p2, int ntp, int mpad, const std::uint32_t* v2, i
 const Ukernels* avx512bf16_ukernels() {
   static const Ukernels* table = []() -> const Ukernels* {
     const Ukernels* a5 = avx512_ukernels();
-    if (a5 == nullptr || !__builtin_cpu_supports("avx512bf16")) return nullptr;
+    if (a5 == nullptr || !cpu_features().avx512_bf16) return nullptr;
     static Ukernels k = *a5;
     k.isa = "avx512_bf16";
     k.qk16 = qk16;

@@ -19,7 +19,6 @@
 
 namespace attain {
 
-using mla::ceil_div;
 using mla::kBlock;
 using mla::kDk;
 using mla::kDv;

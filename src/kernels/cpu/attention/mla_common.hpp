@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attain/dtype.hpp"
+#include "core/util.hpp"
 #include "kernels/cpu/attention/mla_ukernels.hpp"
 
 namespace attain::mla {
@@ -17,10 +18,6 @@ struct FreeDeleter {
 // 64-byte aligned, zero-filled fp32 buffer.
 using FloatBuf = std::unique_ptr<float[], FreeDeleter>;
 FloatBuf alloc_floats(std::size_t n);
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Cache row bytes of a cache dtype.
 inline std::size_t row_bytes(DType dt) {

@@ -14,7 +14,6 @@
 
 namespace attain {
 
-using mla::ceil_div;
 using mla::kBlock;
 using mla::kDk;
 using mla::kDv;
@@ -300,7 +299,7 @@ void MlaDecoder::Impl::split(const MlaParams& p, const MlaSplit& u, Scratch& sc)
       const std::int64_t nnt = std::min<std::int64_t>(kBlock, seqlen - t0 - kBlock);
       next =
           cache + static_cast<std::size_t>(p.block_table[bi * p.max_blocks + j + 1]) * kBlock * rb;
-      next_lines = static_cast<int>(mla::ceil_div(nnt * static_cast<std::int64_t>(rb), 64));
+      next_lines = static_cast<int>(ceil_div(nnt * static_cast<std::int64_t>(rb), 64));
     }
     if (b16) {
       const auto* kb = reinterpret_cast<const std::uint16_t*>(src);

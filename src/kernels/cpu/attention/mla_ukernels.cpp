@@ -112,24 +112,11 @@ const Ukernels& scalar_ukernels() {
 }
 
 const Ukernels& best_ukernels() {
+  // ATTAIN_ISA caps every kernel family (core/cpu_features): each table checks its level there.
   static const Ukernels* best = [] {
-    // ATTAIN_ISA caps every kernel family (the GEMM engine refuses a value it does not know, and
-    // so does this); ATTAIN_MLA_ISA caps the MLA tables alone.
-    const gemm::Isa isa = gemm::detected_isa();
-    const char* env = std::getenv("ATTAIN_MLA_ISA");
-    std::string_view cap = env != nullptr             ? env
-                           : isa == gemm::Isa::scalar ? "scalar"
-                           : isa == gemm::Isa::avx2   ? "avx2"
-                                                      : "avx512_bf16";
-    if (cap != "avx512_bf16" && cap != "avx512" && cap != "avx2" && cap != "scalar")
-      throw InputError("ATTAIN_MLA_ISA=" + std::string(cap.substr(0, 80)) +
-                       ": expected scalar, avx2, avx512 or avx512_bf16");
-    if (cap == "avx512_bf16")
-      if (const Ukernels* a = avx512bf16_ukernels()) return a;
-    if (cap == "avx512_bf16" || cap == "avx512")
-      if (const Ukernels* a = avx512_ukernels()) return a;
-    if (cap == "avx512_bf16" || cap == "avx512" || cap == "avx2")
-      if (const Ukernels* a = avx2_ukernels()) return a;
+    if (const Ukernels* a = avx512bf16_ukernels()) return a;
+    if (const Ukernels* a = avx512_ukernels()) return a;
+    if (const Ukernels* a = avx2_ukernels()) return a;
     return &scalar_ukernels();
   }();
   return *best;

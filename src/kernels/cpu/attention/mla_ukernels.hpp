@@ -91,15 +91,15 @@ struct Ukernels {
 };
 
 const Ukernels& scalar_ukernels();
-// nullptr when the CPU lacks AVX2/FMA/F16C or the build has no x86 kernels.
+// nullptr below the avx2 level of cpu_features() (ATTAIN_ISA's cap included) or where the build
+// has no x86 kernels.
 const Ukernels* avx2_ukernels();
-// nullptr when the CPU lacks AVX-512 F/BW/VL/DQ (or AVX2).
+// nullptr below the avx512 level.
 const Ukernels* avx512_ukernels();
-// The AVX-512 table plus the bf16 products; nullptr without AVX512-BF16.
+// The AVX-512 table plus the bf16 products; nullptr below the avx512_bf16 level.
 const Ukernels* avx512bf16_ukernels();
 inline constexpr int kMaxMpadAlign = 16;
-// The fastest table this CPU runs; ATTAIN_MLA_ISA=scalar|avx2|avx512|avx512_bf16 caps the
-// choice.
+// The fastest table this CPU runs (ATTAIN_ISA caps it, as it caps every kernel family).
 const Ukernels& best_ukernels();
 
 }  // namespace attain::mla

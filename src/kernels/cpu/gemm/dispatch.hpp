@@ -1,10 +1,11 @@
 // Run-time dispatch: which kernels and block sizes this CPU gets. Dispatch is data: the
-// kernel families are listed best first and the first one the CPU supports wins; the block
-// sizes come from a per-CPU table (adding a CPU = adding a row).
+// kernel families (ukernels/<isa>/family.cpp) are listed best first and the first one the CPU
+// runs wins; the block sizes come from a per-CPU row (config/: adding a CPU = adding a file).
 #pragma once
 
 #include <string>
 
+#include "attain/cpu_features.hpp"
 #include "attain/gemm.hpp"
 #include "kernels/cpu/gemm/kernels.hpp"
 
@@ -13,12 +14,13 @@ namespace attain::gemm::detail {
 struct KernelFamily {
   Isa isa;
   const char* name;  // "avx2_6x16"
-  int mr, nr;
-  UKernel ukernel;
-  Convert convert;
-  Interleave interleave;
-  Decode decode;
-  int decode_lanes;  // K elements per vector in the decode kernel
+  IsaLevel needs;    // the level of cpu_features() its kernels need
+  int mr = 0, nr = 0;
+  UKernel ukernel = nullptr;
+  Convert convert = nullptr;
+  Interleave interleave = nullptr;
+  Decode decode = nullptr;
+  int decode_lanes = 1;  // K elements per vector in the decode kernel
   // bf16 A and B multiplied as bf16 pairs (vdpbf16ps), same MR x NR and signature as ukernel
   // but k counts pairs and the panels hold 32-bit words (two bf16 of consecutive k); nullptr:
   // none for this family. Used only where the CPU has AVX512-BF16.
@@ -45,17 +47,26 @@ struct KernelFamily {
   bool direct_writes_rows = false;
   // `direct_bf16` with fp8 block scales (nullptr: none); see direct_pairs().
   DirectScaledKernel direct_fp8 = nullptr;
+  // e4m3 values as bf16 by byte lookups (AVX512-VBMI; nullptr: none), and A's rows in the fp8
+  // pairs decode's order (nullptr: none): the fp8 pairs routes' conversions.
+  void (*e4m3_to_bf16)(const std::uint8_t* src, std::int64_t n, const float* e4m3,
+                       std::uint16_t* dst) = nullptr;
+  void (*permute_a_fp8_pairs)(const std::uint8_t* a, std::int64_t m, std::int64_t lda,
+                              std::int64_t k, const float* e4m3, bool super,
+                              std::uint16_t* dst) = nullptr;
 };
 
-// Cache blocks for one CPU and kernel family (MC multiple of MR, KC of 4).
+// Cache blocks and path crossovers for one CPU and kernel family (MC multiple of MR, KC of 4):
+// a row of config/.
 struct Blocking {
-  int mc, kc;
-  std::int64_t b_panel_bytes;  // budget for the packed B panel (K x NC fp32) per thread
-  int nc;                      // columns per B panel (0: as many as the budget allows)
+  int mc = 0, kc = 0;
+  std::int64_t b_panel_bytes = 0;  // budget for the packed B panel (K x NC fp32) per thread
+  int nc = 0;                      // columns per B panel (0: as many as the budget allows)
   // The heuristic's decode/packed crossover in M (decode for M <= this), for fp32 weights, for
   // 16/8-bit weights (their conversion is free in the decode kernel, not in packing), and for
   // bf16 and fp8 A and B where the packed path multiplies bf16 pairs.
-  int decode_max_m_f32, decode_max_m_lowp, decode_max_m_pairs, decode_max_m_fp8_pairs;
+  int decode_max_m_f32 = 0, decode_max_m_lowp = 0, decode_max_m_pairs = 0,
+      decode_max_m_fp8_pairs = 0;
   // The heuristic's direct path: fp32 operands with direct_min_m <= M <= direct_max_m and
   // N >= direct_min_n, ahead of the decode and packed paths (direct_max_m 0: never by
   // default). Its KC: the largest that keeps the A^T block (M x KC) within direct_block_bytes
@@ -113,14 +124,8 @@ struct Blocking {
   int mc_f32 = 0, kc_f32 = 0;
 };
 
-struct CpuInfo {
-  std::string vendor;  // "AuthenticAMD", "GenuineIntel"
-  int family = 0, model = 0;
-  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false;
-  bool avx512vl = false, avx512dq = false, avx512_bf16 = false, avx512vbmi = false;
-  std::int64_t l1d_bytes = 0;  // L1 data cache per core (0: not reported)
-};
-
+// The features the engine's kernels may use: core/cpu_features, ATTAIN_ISA's cap included.
+using CpuInfo = CpuFeatures;
 const CpuInfo& cpu_info();
 // Whether the packed path multiplies these operands as bf16 pairs with family f on this CPU
 // (bf16 A and B, or fp8 A and B, whose e4m3 values are exact in bf16; A stored (M, K), B stored
@@ -179,9 +184,11 @@ Params swapped(const Params& p);
 // Whether Schedule::swap applies: A stored (M, K), W stored (N, K), neither fp8 (the scales'
 // blocks are not symmetric), and the direct path takes the swapped operands.
 bool swap_ok(const Params& p, const KernelFamily& f);
+// The kernel families, one file each (ukernels/<isa>/family.cpp).
+extern const KernelFamily avx512_family, avx2_family, scalar_family;
 const KernelFamily& family(Isa isa);      // isa must be concrete and supported
-const Blocking& blocking(Isa isa);        // the per-CPU table's row for this CPU
-std::string cpu_table_row_name(Isa isa);  // which table row matched ("zen5", "generic")
+const Blocking& blocking(Isa isa);        // the row of config/ for this CPU (config/table.cpp)
+std::string cpu_table_row_name(Isa isa);  // which row matched ("zen5", "generic")
 
 // A rough single-thread time (ns) of C[m, n] over k: the weight bytes at 20 GB/s plus the flops
 // at 150 GFLOP/s, conservative figures for one core of a current x86 CPU. It decides whether a

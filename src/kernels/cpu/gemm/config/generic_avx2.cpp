@@ -1,0 +1,23 @@
+// Any CPU without a row of its own, with the avx2 kernels: cache blocks that suit current x86
+// cores and the decode path's crossovers only. The direct and swapped paths are left to the tuner
+// (attain tune), which finds them per shape on the machine itself.
+#include "kernels/cpu/gemm/config/config.hpp"
+
+namespace attain::gemm::detail::config {
+
+constinit const CpuRow generic_avx2{
+    .name = "generic",
+    .vendor = "",
+    .family = 0,
+    .isa = Isa::avx2,
+    .blocks = {.mc = 144,
+               .kc = 256,
+               .b_panel_bytes = 16 * kMiB,
+               .nc = 0,
+               .decode_max_m_f32 = 16,
+               .decode_max_m_lowp = 32,
+               .decode_max_m_pairs = 32,
+               .decode_max_m_fp8_pairs = 32},
+};
+
+}  // namespace attain::gemm::detail::config

@@ -1,0 +1,41 @@
+// Zen 5 (AMD family 0x1a) with the AVX-512 kernels. KC 512 and NC 512: the B micro-panel
+// (KC x 32) streams from L2 as fast as from L1 on Zen 5, so fewer KC passes over C with a KC x NC
+// block of B in L2 beat an L1-sized micro-panel. The decode path up to M 32 (fp32, bf16 and fp8
+// pairs) and M 64 (16/8-bit W, whose conversion is free in the decode kernel). The direct path
+// for fp32 M 12..160 with N, K >= 256 (M 8 stays on the decode path), bf16 pairs M 12..128 (two
+// accumulator sets make M 12 pay), converted W M 32..160; its threads split M (whole 64-row
+// panels) for N <= 512. The swapped direct path from M 512 for N up to 256.
+// The sweeps behind each number: docs/history/gemm.md and docs/history/code-comments.md.
+#include "kernels/cpu/gemm/config/config.hpp"
+
+namespace attain::gemm::detail::config {
+
+constinit const CpuRow zen5_avx512{
+    .name = "zen5",
+    .vendor = "AuthenticAMD",
+    .family = 0x1a,
+    .isa = Isa::avx512,
+    .blocks = {.mc = 144,
+               .kc = 512,
+               .b_panel_bytes = 24 * kMiB,
+               .nc = 512,
+               .decode_max_m_f32 = 32,
+               .decode_max_m_lowp = 64,
+               .decode_max_m_pairs = 32,
+               .decode_max_m_fp8_pairs = 32,
+               .direct_min_m = 12,
+               .direct_max_m = 160,
+               .direct_min_n = 256,
+               .direct_min_m_pairs = 12,
+               .direct_max_m_pairs = 128,
+               .direct_min_m_conv = 32,
+               .direct_max_m_conv = 160,
+               .direct_min_k = 256,
+               .direct_max_kc = 2048,
+               .direct_block_bytes = 512 * kKiB,
+               .swap_min_m = 512,
+               .direct_split_max_n = 512,
+               .swap_max_n = 256},
+};
+
+}  // namespace attain::gemm::detail::config

@@ -1,0 +1,302 @@
+// The direct path: W read where it is stored (or converted a tile at a time), never packed,
+// against a packed A^T (panels of the family's direct_panel rows over all of K): for mid-size M,
+// where packing W would not be paid back. On the swapped operands (Schedule::swap) it computes
+// C^T = W . A^T, A's rows read in place and C written as rows.
+#include <algorithm>
+
+#include "kernels/cpu/gemm/paths/path.hpp"
+
+namespace attain::gemm::detail {
+
+std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel) {
+  return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
+}
+
+namespace {
+
+// A^T panels: rows [i0, i0 + P) of op(A) (fewer at the end of M), in a width of whole vectors.
+int at_rows(const Problem& pr, std::int64_t i0) {
+  return static_cast<int>(std::min<std::int64_t>(pr.fam->direct_panel, pr.p->m - i0));
+}
+
+// Scratch floats of A's scales beside the A^T (Problem::scaled): every panel's P values per K
+// block.
+std::int64_t direct_as_floats(const Problem& pr) {
+  const int P = pr.fam->direct_panel;
+  return round_up(ceil_div(pr.p->m, P) * P * ceil_div(pr.p->k, kFp8Block), 16);
+}
+
+int at_width(const Problem& pr, int rows) {
+  return static_cast<int>(round_up(rows, pr.fam->direct_lanes));
+}
+
+// The A scales of the panel from row i0 (Problem::as): K block b's values at + b * its width.
+float* panel_scales(const Problem& pr, std::int64_t i0) {
+  const int P = pr.fam->direct_panel;
+  return pr.as + i0 / P * P * ceil_div(pr.p->k, kFp8Block);
+}
+
+// The k-pairs panel (pr.k2: the one panel of M <= direct_lanes / 2 rows): K [k0, k1) (k0 even)
+// at dst + k0 / 2 * L, at[s * L + 2 i + e] = A(i, 2 s + e), zeros past M and past K.
+void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst) {
+  const Params& p = *pr.p;
+  const int L = pr.fam->direct_lanes, m = static_cast<int>(p.m);
+  const std::int64_t len = k1 - k0;
+  // op(A)'s rows as fp32: in place where they are, else converted into scratch.
+  const float* src = nullptr;
+  std::int64_t ld = len;
+  if (p.trans_a == Trans::N && p.a_type == DType::f32) {
+    src = reinterpret_cast<const float*>(a_at(pr, 0, k0));
+    ld = pr.lda;
+  } else {
+    float* tmp = workspace().a_conv.get(m * len);
+    if (p.trans_a == Trans::N) {
+      convert_a_rows(pr, 0, m, k0, len, tmp, len);
+    } else {  // fp32 stored (K, M)
+      for (int i = 0; i < m; ++i)
+        for (std::int64_t q = 0; q < len; ++q)
+          tmp[i * len + q] = *reinterpret_cast<const float*>(a_at(pr, i, k0 + q));
+    }
+    src = tmp;
+  }
+  float* d = dst + k0 / 2 * L;
+  for (std::int64_t q = 0; q < len; q += 2, d += L) {
+    for (int i = 0; i < m; ++i) {
+      d[2 * i] = src[i * ld + q];
+      d[2 * i + 1] = q + 1 < len ? src[i * ld + q + 1] : 0.0f;
+    }
+    for (int l = 2 * m; l < L; ++l) d[l] = 0.0f;
+  }
+}
+
+// K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
+// `width` values at dst + k * width, zeros past the panel's rows): pack_a_panel with the panel's
+// width for MR (on bf16 pairs, words of two bf16 of consecutive k; k0 and k1 even;
+// the k-pairs panel by pack_at_k2).
+// With pr.scaled also the panel's A scales of the K blocks in [k0, k1) (k0 a multiple of 128).
+void pack_at(const Problem& pr, std::int64_t i0, std::int64_t k0, std::int64_t k1, float* dst) {
+  if (pr.k2) return pack_at_k2(pr, k0, k1, dst);
+  const int rows = at_rows(pr, i0), width = at_width(pr, rows);
+  pack_a_panel(pr, i0, rows, k0, k1 - k0, width, dst + k0 / pr.kw * width,
+               workspace().a_conv.get(rows * (k1 - k0)));
+  if (!pr.scaled) return;
+  float* as = panel_scales(pr, i0);
+  for (std::int64_t b = k0 / kFp8Block; b < ceil_div(k1, kFp8Block); ++b)
+    for (int i = 0; i < width; ++i)
+      as[b * width + i] = i < rows ? a_scale(pr, i0 + i, b * kFp8Block) : 0.0f;
+}
+
+// fp8 W rows [j, j + rows) x K [k0, k0 + kc) as bf16 words (exact, unscaled), rows ldt words
+// apart, and their scales per K block at ws[b * R + r] (rows past `rows` repeat the last).
+void convert_w_fp8_pairs(const Problem& pr, std::int64_t j, int rows, int R, std::int64_t k0,
+                         std::int64_t kc, float* dst, std::int64_t ldt, float* ws) {
+  for (int r = 0; r < rows; ++r)
+    pr.fam->e4m3_to_bf16(reinterpret_cast<const std::uint8_t*>(b_at(pr, k0, j + r)), kc, pr.e4m3,
+                         reinterpret_cast<std::uint16_t*>(dst + r * ldt));
+  for (std::int64_t b = 0; b < ceil_div(kc, kFp8Block); ++b)
+    for (int r = 0; r < R; ++r)
+      ws[b * R + r] = b_scale(pr, k0 + b * kFp8Block, j + std::min(r, rows - 1));
+}
+
+// One block of the direct path as direct_block sets it up: K blocks, W tiles (converted into
+// scratch where W is not fp32 or bf16 pairs) and where the sums go.
+struct DirectBlock {
+  std::int64_t m0, m1, n0, n1;
+  std::int64_t KC, q0, q1;  // K block; the block's panels of A^T [q0, q1)
+  std::int64_t kwords, ldw;
+  bool conv, tiled;
+  std::int64_t ldt;  // a converted tile's row stride
+  float* wtile;
+  float* wscale;
+  // The sums: C itself, or (staged) an fp32 tile of the block rounded into 16-bit C at the end.
+  bool staged;
+  void* out;
+  DType out_type;
+  std::int64_t ldo, row0, col0;  // row0, col0: the tile's origin in C
+  float alpha;
+};
+
+DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                   std::int64_t n1) {
+  const Params& p = *pr.p;
+  const KernelFamily& f = *pr.fam;
+  const int R = f.direct_rows, P = f.direct_panel;
+  DirectBlock d{};
+  d.m0 = m0, d.m1 = m1, d.n0 = n0, d.n1 = n1;
+  // fp8 pairs (pr.scaled): KC whole scale blocks.
+  const std::int64_t kw = pr.kw;
+  d.KC = round_up(pr.s.kc, pr.k2 ? 2 : pr.scaled ? kFp8Block : kw);
+  d.q0 = m0 / P, d.q1 = ceil_div(m1, P);
+  d.kwords = p.k / kw, d.ldw = pr.ldb / kw;
+  // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
+  // (a multiple of 4 KiB apart, every row's k-th line would share one set); fp8 pairs as bf16
+  // words, with the tile's W scales after it.
+  d.conv = direct_converts(p, f), d.tiled = d.conv || pr.scaled;
+  d.ldt = round_up(std::min(d.KC, p.k) / kw, 16) + 16;
+  const std::int64_t scales = pr.scaled ? R * ceil_div(std::min(d.KC, p.k), kFp8Block) : 0;
+  d.wtile = d.tiled ? workspace().tmp.get(R * d.ldt + scales) : nullptr;
+  d.wscale = pr.scaled ? d.wtile + R * d.ldt : nullptr;
+  // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's rows
+  // from registers: with pr.ct (round16 from an fp32 tile costs a tenth of a short-K bf16 product),
+  // and without it on the families whose kernel transposes its sums in registers
+  // (direct_writes_rows). Otherwise an fp32 tile of the block (with pr.ct its rows are the caller's
+  // rows [n0, n1)), rounded once at the end: a scalar write of C^T to 16 bits is slower, and
+  // rounding the tile in strips as they are done gains nothing over the whole tile.
+  const bool to16 = p.c_type != DType::f32, ct = pr.ct;
+  d.staged = to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= d.KC);
+  const std::int64_t mb = m1 - m0, nb = n1 - n0;
+  d.out = d.staged ? workspace().c_tile.get(mb * nb) : p.c;
+  d.out_type = d.staged ? DType::f32 : p.c_type;
+  d.ldo = d.staged ? (ct ? mb : nb) : pr.ldc;
+  d.row0 = d.staged ? m0 : 0, d.col0 = d.staged ? n0 : 0;
+  d.alpha = d.staged ? 1.0f : p.alpha;
+  return d;
+}
+
+// The W tile of `rows` rows from row j (at wt, rows ld apart) against every panel of the block's
+// A^T for K [k0, k0 + kc); the last panel fetches the next tile (next).
+void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std::int64_t kc,
+                   std::int64_t j, int rows, const float* wt, std::int64_t ld, float beta,
+                   const DirectNext* next) {
+  const KernelFamily& f = *pr.fam;
+  const int P = f.direct_panel;
+  const std::int64_t kw = pr.kw;
+  const bool ct = pr.ct;
+  const auto ces = static_cast<std::int64_t>(dtype_size(d.out_type));
+  for (std::int64_t q = d.q0; q < d.q1; ++q) {
+    const int m = at_rows(pr, q * P);
+    const std::int64_t i = q * P - d.row0, r = j - d.col0;  // corner in out
+    void* c = static_cast<char*>(d.out) + (ct ? r * d.ldo + i : i * d.ldo + r) * ces;
+    const float* at = pr.k2 ? pr.at + k0 / 2 * f.direct_lanes
+                            : pr.at + q * P * d.kwords + k0 / kw * at_width(pr, m);
+    const DirectNext* nq = q + 1 == d.q1 ? next : nullptr;
+    if (pr.scaled) {
+      const DirectScales sc{panel_scales(pr, q * P) + k0 / kFp8Block * at_width(pr, m), d.wscale,
+                            kFp8Block / 2};
+      f.direct_fp8(kc / kw, wt, ld, rows, at, m, d.alpha, beta, c, d.ldo, ct, d.out_type, nq, &sc);
+      continue;
+    }
+    pr.direct(kc / kw, wt, ld, rows, at, m, d.alpha, beta, c, d.ldo, ct, d.out_type, nq);
+  }
+}
+
+// C[m0:m1, n0:n1] (m0 a multiple of the panel width): KC blocks of K outermost (the A^T block,
+// M x KC, stays in L2), then tiles of R rows of W (in L1 while every panel of A in [m0, m1)
+// passes), the next tile's W fetched during the last panel. fp32 C is accumulated in place;
+// 16-bit C rounded by the kernel (K in one block, pr.ct) or through fp32 sums of the block,
+// rounded once at the end. Offsets into W and A^T count values (fp32) or words (bf16 pairs,
+// kw = 2).
+void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                  std::int64_t n1) {
+  const Params& p = *pr.p;
+  const int R = pr.fam->direct_rows, P = pr.fam->direct_panel;
+  const DirectBlock d = set_up(pr, m0, m1, n0, n1);
+  const std::int64_t KC = d.KC, kw = pr.kw;
+  const auto* w = static_cast<const float*>(p.b);
+  const bool fetch = pr.s.stages > 1;
+  const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
+  for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
+    const std::int64_t kc = std::min(KC, p.k - k0);
+    const float beta = k0 > 0 ? 1.0f : d.staged ? 0.0f : p.beta;
+    if (pr.at_in_block)  // this block's panels of A^T for this K block (panel q at q * P * K)
+      for (std::int64_t q = d.q0; q < d.q1; ++q)
+        pack_at(pr, q * P, k0, k0 + kc, pr.at + q * P * d.kwords);
+    for (std::int64_t j = n0; j < n1; j += R) {
+      const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
+      // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
+      DirectNext nx;
+      nx.ld = pr.ldb * es;
+      if (fetch && j + R < n1) {
+        nx.w = reinterpret_cast<const char*>(b_at(pr, k0, j + R));
+        nx.bytes = kc * es;
+      } else if (fetch && k0 + KC < p.k) {
+        nx.w = reinterpret_cast<const char*>(b_at(pr, k0 + KC, n0));
+        nx.bytes = std::min(KC, p.k - k0 - KC) * es;
+      }
+      if (d.conv) convert_w_rows(pr, j, rows, k0, kc, d.wtile, d.ldt);
+      if (pr.scaled) convert_w_fp8_pairs(pr, j, rows, R, k0, kc, d.wtile, d.ldt, d.wscale);
+      const float* wt = d.tiled ? d.wtile : w + j * d.ldw + k0 / kw;
+      multiply_tile(pr, d, k0, kc, j, rows, wt, d.tiled ? d.ldt : d.ldw, beta,
+                    nx.w != nullptr ? &nx : nullptr);
+    }
+  }
+  const auto* tile = static_cast<const float*>(d.out);
+  if (d.staged && pr.ct) write_back(pr, n0, m0, n1 - n0, m1 - m0, tile, d.ldo);
+  if (d.staged && !pr.ct) write_back(pr, m0, n0, m1 - m0, n1 - n0, tile, d.ldo);
+}
+
+void run_pack(const Pack& a) {
+  pack_at(*a.pr, a.i0, a.k0, a.k1, a.dst);
+}
+
+// W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32; on the swapped operands, what
+// the swap needs (swap_ok).
+std::string accepts(const Params& p, const KernelFamily& f, bool swap) {
+  if (swap)
+    return swap_ok(p, f) ? "" : "swap needs A stored (M, K) and W stored (N, K), neither fp8";
+  return direct_ok(p, f)
+             ? ""
+             : "direct path needs W stored (N, K) (trans_b = T), and A stored (M, K) unless fp32";
+}
+
+// The route: bf16 pairs (direct_pairs; fp8 with block scales: direct_fp8_pairs) or fp32 values,
+// and a panel of few rows of A on k pairs, so that none of the lanes idles.
+void bind(Problem& pr) {
+  const Params& p = *pr.p;
+  pr.pairs = direct_pairs(p, *pr.fam);
+  pr.scaled = direct_fp8_pairs(p, *pr.fam);
+  pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
+  pr.k2 = direct_on_k_pairs(p, *pr.fam);
+  if (pr.k2) pr.direct = pr.fam->direct_k2;
+  // Where the threads split M (one block a cell), each block packs its own A^T panels.
+  pr.at_in_block = pr.s.threads_n == 1 && !pr.k2;
+}
+
+std::int64_t scratch_floats(const Problem& pr) {
+  const Params& p = *pr.p;
+  const std::int64_t at = direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
+  return at + (pr.scaled ? direct_as_floats(pr) : 0);
+}
+
+// A^T packed in pieces of 512 K values of a panel, the pieces shared by the threads; or, where
+// each block has panels of its own (threads_n 1), by the blocks (direct_block).
+void prepare(Problem& pr, float* buf, int, std::vector<Pack>& packs) {
+  const Params& p = *pr.p;
+  const int P = pr.fam->direct_panel;
+  const std::int64_t panels = ceil_div(p.m, P), kwords = p.k / pr.kw;
+  for (std::int64_t q = 0; q < panels && !pr.at_in_block; ++q)
+    for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
+      packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), buf + q * P * kwords, 0, run_pack});
+  pr.at = buf;
+  if (pr.scaled) pr.as = buf + direct_at_floats(p.m, p.k, pr.kw, P);
+}
+
+// The grid over C: panels of A^T by W tiles, each cell in pieces (piece_cols) where the region
+// has threads to hand them to - except where the blocks pack their own A^T panels
+// (at_in_block): two pieces of one cell would pack the same panels.
+void plan(const Problem& pr, std::vector<Block>& out) {
+  const Params& p = *pr.p;
+  const Schedule& s = pr.s;
+  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->direct_panel);
+  const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->direct_rows);
+  for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
+    const std::int64_t m1 = std::min(p.m, m0 + mchunk);
+    const std::int64_t width =
+        s.threads > 1 && !pr.at_in_block
+            ? piece_cols(nchunk, pr.fam->direct_rows, rough_ns(p.b_type, m1 - m0, nchunk, p.k))
+            : nchunk;
+    for (std::int64_t n0 = 0; n0 < p.n; n0 += nchunk)
+      add_pieces(pr, m0, m1, n0, std::min(p.n, n0 + nchunk), width,
+                 2.0 * static_cast<double>(m1 - m0) * k_per_block(pr), out);
+  }
+}
+
+void run_block(const Block& b) {
+  direct_block(*b.pr, b.m0, b.m1, b.n0, b.n1);
+}
+
+}  // namespace
+
+const PathImpl kDirectPath{Path::direct, accepts, bind, scratch_floats, prepare, plan, run_block};
+
+}  // namespace attain::gemm::detail

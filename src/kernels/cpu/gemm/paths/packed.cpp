@@ -1,0 +1,313 @@
+// The packed path: BLIS's loop nest, both operands packed into panels the micro-kernel streams.
+//
+// Order mk, per block of C:
+//   jc (NC cols)  pack B[K, nc] -> kc-blocks of NR-wide panels          (L3 / memory)
+//    ic (MC rows)
+//     pc (KC)      pipeline: pack A[mc, kc] into stage slot (pc+S-1) % S  (L2)
+//      jr (NR)      B micro-panel kc x NR                                 (L1)
+//       ir (MR)      micro-kernel: MR x NR of C in registers
+// B is packed for the whole K of a column block, so C can be accumulated over all kc blocks
+// of one MC x NC tile before it is written: fp32 C is updated in place; bf16/fp16 C goes
+// through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16).
+// Order km (BLIS's; fp32 C): jc (NC) > pc (KC): pack B[kc, nc] (L3) > ic (MC): pipeline over
+// the MC blocks, pack A[mc, kc] (L2) > jr > ir, C updated once per kc block.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/gemm/paths/path.hpp"
+
+namespace attain::gemm::detail {
+
+namespace {
+
+// An edge tile's sums t (row stride NR) onto C[mr, nr] (row stride ldc): C = fma(beta, C,
+// scale(i) * t). beta 0 and 1, the cases inside the K loop, go without a libm call (generic code
+// has no FMA instruction; fma(1, c, x) == c + x bit for bit), so those loops vectorize.
+template <class Scale>
+void update_edge(float* c, std::int64_t ldc, const float* t, int NR, int mr, int nr, float beta,
+                 Scale scale) {
+  for (int i = 0; i < mr; ++i) {
+    const float s = scale(i);
+    float* ci = c + i * ldc;
+    const float* ti = t + i * NR;
+    if (beta == 0.0f) {
+      for (int j = 0; j < nr; ++j) ci[j] = s * ti[j];
+    } else if (beta == 1.0f) {
+      for (int j = 0; j < nr; ++j) ci[j] += s * ti[j];
+    } else {
+      for (int j = 0; j < nr; ++j) ci[j] = std::fma(beta, ci[j], s * ti[j]);
+    }
+  }
+}
+
+// ---- the micro-kernel over packed blocks ----
+// The micro-kernel over one packed A block (mc rows from row ic, panels of MR, kcw words a
+// row of the panel) and one packed B block (nc columns from column jc, panels of NR) for the
+// kc values of K from k_abs: C[ic:ic+mc, jc:jc+nc] at cbase (row stride ldc) = alpha * sums +
+// beta * itself, edge tiles through a buffer. Both loop orders of packed_block end here.
+struct BlockCall {
+  const float* ap;  // the A block's panels
+  const float* bp;  // the B block's panels
+  std::int64_t ic, mc, jc, nc, k_abs, kc;
+  const float* alpha;
+  const float* beta;
+  float* cbase;
+  std::int64_t ldc;
+  bool fetch_c;   // 16-bit C written after this block: fetch its lines while it computes
+  bool prefetch;  // the pipeline has stages: touch the next kernel call's A and B panels
+};
+void multiply_blocks(const Problem& pr, const BlockCall& bc) {
+  const Params& p = *pr.p;
+  const KernelFamily& f = *pr.fam;
+  const int MR = f.mr, NR = f.nr;
+  const UKernel uk = pr.pairs ? f.ukernel_bf16 : f.ukernel;
+  const bool fp8_pairs = pr.pairs && p.a_type == DType::fp8;
+  const std::int64_t kcw = bc.kc / pr.kw;
+  alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
+  const float one = 1.0f, zero = 0.0f;
+  for (std::int64_t jr = 0; jr < bc.nc; jr += NR) {
+    const int nr = static_cast<int>(std::min<std::int64_t>(NR, bc.nc - jr));
+    for (std::int64_t ir = 0; ir < bc.mc; ir += MR) {
+      const int mr = static_cast<int>(std::min<std::int64_t>(MR, bc.mc - ir));
+      if (bc.fetch_c) {
+        const auto* c16 =
+            static_cast<const std::uint16_t*>(p.c) + (bc.ic + ir) * pr.ldc + bc.jc + jr;
+        for (int i = 0; i < mr; ++i) {
+          __builtin_prefetch(c16 + i * pr.ldc, 1, 3);
+          __builtin_prefetch(c16 + i * pr.ldc + nr - 1, 1, 3);
+        }
+      }
+      UkAux aux;
+      if (bc.prefetch) {
+        const bool last_ir = ir + MR >= bc.mc;
+        aux.a_next = last_ir ? bc.ap : bc.ap + (ir + MR) * kcw;
+        aux.b_next = last_ir ? bc.bp + (jr + NR) * kcw : bc.bp + jr * kcw;
+      }
+      float* c = bc.cbase + ir * bc.ldc + jr;
+      if (fp8_pairs) {
+        // One 128-wide scale block at a time: its sums times alpha * a_scale(row) *
+        // b_scale(these columns) go onto C (C's first block with beta, then added).
+        const float* a0 = bc.ap + ir * kcw;
+        const float* b0 = bc.bp + jr * kcw;
+        for (std::int64_t q = 0; q < bc.kc; q += kFp8Block) {
+          const std::int64_t qw = std::min<std::int64_t>(kFp8Block, bc.kc - q) / 2;
+          const float bs = b_scale(pr, bc.k_abs + q, bc.jc + jr);
+          alignas(64) float rs[32];
+          for (int i = 0; i < mr; ++i)
+            rs[i] = *bc.alpha * a_scale(pr, bc.ic + ir + i, bc.k_abs + q) * bs;
+          const float* bq = q == 0 ? bc.beta : &one;
+          const float* aq = a0 + q / 2 * MR;
+          const float* bq_panel = b0 + q / 2 * NR;
+          if (mr == MR && nr == NR) {
+            aux.row_scale = rs;
+            uk(qw, &one, aq, bq_panel, bq, c, bc.ldc, 1, &aux);
+            continue;
+          }
+          aux.row_scale = nullptr;
+          uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
+          update_edge(c, bc.ldc, edge, NR, mr, nr, *bq, [&](int i) { return rs[i]; });
+        }
+        continue;
+      }
+      if (mr == MR && nr == NR) {
+        uk(kcw, bc.alpha, bc.ap + ir * kcw, bc.bp + jr * kcw, bc.beta, c, bc.ldc, 1, &aux);
+        continue;
+      }
+      uk(kcw, &one, bc.ap + ir * kcw, bc.bp + jr * kcw, &zero, edge, NR, 1, &aux);
+      update_edge(c, bc.ldc, edge, NR, mr, nr, *bc.beta, [&](int) { return *bc.alpha; });
+    }
+  }
+}
+
+// Packs the A block rows [ic, ic + mc) x K [k_abs, k_abs + kc) as MR-panels at dst.
+void pack_a_block(const Problem& pr, std::int64_t ic, std::int64_t mc, std::int64_t k_abs,
+                  std::int64_t kc, float* dst, float* tmp) {
+  const int MR = pr.fam->mr;
+  for (std::int64_t ir = 0; ir < mc; ir += MR)
+    pack_a_panel(pr, ic + ir, static_cast<int>(std::min<std::int64_t>(MR, mc - ir)), k_abs, kc, MR,
+                 dst + ir * kc / pr.kw, tmp);
+}
+
+// Packs the B block columns [jc, jc + nc) x K [k_abs, k_abs + kc) as NR-panels at dst.
+void pack_b_block(const Problem& pr, std::int64_t jc, std::int64_t nc, std::int64_t k_abs,
+                  std::int64_t kc, float* dst, float* tmp) {
+  const int NR = pr.fam->nr;
+  for (std::int64_t jr = 0; jr < nc; jr += NR)
+    pack_b_panel(pr, jc + jr, static_cast<int>(std::min<std::int64_t>(NR, nc - jr)), k_abs, kc,
+                 dst + jr * kc / pr.kw, tmp);
+}
+
+// One block of C as packed_block sets it up, for either loop order: its K slice, block sizes and
+// where its sums go - a slice's fp32 partials (alpha and beta come with the reduction), fp32 C in
+// place (alpha, and beta on the first K block), or an fp32 tile rounded into 16-bit C.
+struct PackedBlock {
+  std::int64_t m0, m1, n0, n1;
+  int slice;
+  std::int64_t k0, K;  // the K slice [k0, k0 + K)
+  std::int64_t KC, MC, NC;
+  bool partial, via_tile;
+  const float* alpha;
+  const float* beta0;  // the first K block's
+  std::int64_t ldc_mem;
+  float* tmp;
+  float* c_at(const Problem& pr, std::int64_t ic, std::int64_t jc) const {
+    const Params& p = *pr.p;
+    return partial ? pr.partial + (slice * p.m + ic) * p.n + jc
+                   : static_cast<float*>(p.c) + ic * pr.ldc + jc;
+  }
+};
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+PackedBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                   std::int64_t n1, int slice) {
+  const Params& p = *pr.p;
+  const int MR = pr.fam->mr, NR = pr.fam->nr;
+  PackedBlock b{};
+  b.m0 = m0, b.m1 = m1, b.n0 = n0, b.n1 = n1, b.slice = slice;
+  b.k0 = slice < 0 ? 0 : slice * pr.kslice;
+  b.K = (slice < 0 ? p.k : std::min(p.k, b.k0 + pr.kslice)) - b.k0;
+  // (MC past the block's rows packs no more of A: the buffers are sized by the rows.)
+  b.KC = pr.s.kc;
+  b.MC = std::min<std::int64_t>(pr.s.mc, round_up(m1 - m0, MR));
+  // Columns in equal blocks of at most the schedule's NC (whole NR panels): 1056 columns as 544 +
+  // 512, not 1024 + 32 - a block of 32 columns packs all of A for them.
+  const std::int64_t cols = n1 - n0, blocks = ceil_div(cols, pr.s.nc);
+  b.NC = std::min<std::int64_t>(pr.s.nc, round_up(ceil_div(cols, blocks), NR));
+  b.partial = slice >= 0;
+  const bool into_c = !b.partial && p.c_type == DType::f32;
+  b.via_tile = !b.partial && !into_c;
+  b.alpha = into_c ? &p.alpha : &kOne;
+  b.beta0 = b.partial ? &kZero : into_c ? &p.beta : &kZero;
+  b.ldc_mem = b.partial ? p.n : pr.ldc;
+  b.tmp = workspace().tmp.get(std::max(MR, NR) * b.KC);
+  return b;
+}
+
+// K blocks outside M blocks: B's KC x NC block packed once per K block, the MC blocks of A
+// streamed past it (the next one packed ahead, stages > 1), C updated per K block.
+void run_km(const Problem& pr, const PackedBlock& b) {
+  const int MR = pr.fam->mr, NR = pr.fam->nr;
+  const std::int64_t KC = b.KC, MC = b.MC, NC = b.NC, K = b.K, k0 = b.k0;
+  const std::int64_t m0 = b.m0, m1 = b.m1, n0 = b.n0, n1 = b.n1;
+  Workspace& ws = workspace();
+  const std::int64_t mtiles = ceil_div(m1 - m0, MC);
+  const int stages = tile::clamp_stages(pr.s.stages, mtiles);
+  float* bpack = ws.b_pack.get(KC * round_up(std::min(NC, n1 - n0), NR));
+  float* apack[tile::kMaxStages];
+  for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
+  for (std::int64_t jc = n0; jc < n1; jc += NC) {
+    const std::int64_t nc = std::min(NC, n1 - jc);
+    for (std::int64_t p0 = 0; p0 < K; p0 += KC) {
+      const std::int64_t kc = std::min(KC, K - p0);
+      pack_b_block(pr, jc, nc, k0 + p0, kc, bpack, b.tmp);
+      auto load = [&](std::int64_t t, int slot) {
+        const std::int64_t ic = m0 + t * MC;
+        pack_a_block(pr, ic, std::min(MC, m1 - ic), k0 + p0, kc, apack[slot], b.tmp);
+      };
+      auto compute = [&](std::int64_t t, int slot) {
+        const std::int64_t ic = m0 + t * MC;
+        multiply_blocks(
+            pr, {apack[slot], bpack, ic, std::min(MC, m1 - ic), jc, nc, k0 + p0, kc, b.alpha,
+                 p0 == 0 ? b.beta0 : &kOne, b.c_at(pr, ic, jc), b.ldc_mem, false, stages > 1});
+      };
+      tile::run_pipeline(mtiles, stages, load, compute);
+    }
+  }
+}
+
+// M blocks outside K blocks: B packed for the whole K of a column block, so C can be
+// accumulated over all kc blocks of one MC x NC tile before it is written: fp32 C is updated
+// in place; bf16/fp16 C goes through an fp32 tile and is rounded once (f32_to_bf16 /
+// f32_to_f16).
+void run_mk(const Problem& pr, const PackedBlock& b) {
+  const int MR = pr.fam->mr, NR = pr.fam->nr;
+  const std::int64_t KC = b.KC, MC = b.MC, NC = b.NC, K = b.K, k0 = b.k0;
+  const std::int64_t m0 = b.m0, m1 = b.m1, n0 = b.n0, n1 = b.n1;
+  const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
+  const bool via_tile = b.via_tile;
+  Workspace& ws = workspace();
+  const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
+  float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
+  float* apack[tile::kMaxStages];
+  for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
+  float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
+  for (std::int64_t jc = n0; jc < n1; jc += NC) {
+    const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
+    // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
+    for (std::int64_t p0 = 0; p0 < K; p0 += KC)
+      pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + p0 * ncp / kw, b.tmp);
+    for (std::int64_t ic = m0; ic < m1; ic += MC) {
+      const std::int64_t mc = std::min(MC, m1 - ic);
+      auto load = [&](std::int64_t t, int slot) {
+        const std::int64_t p0 = t * KC;
+        pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), apack[slot], b.tmp);
+      };
+      auto compute = [&](std::int64_t t, int slot) {
+        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        // 16-bit C is written from the tile after the last K block; fetch its lines for
+        // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
+        // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
+        // there).
+        multiply_blocks(pr,
+                        {apack[slot], bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, b.alpha,
+                         t == 0 ? b.beta0 : &kOne, via_tile ? ctile : b.c_at(pr, ic, jc),
+                         via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1});
+      };
+      tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
+      if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
+    }
+  }
+}
+
+// C[m0:m1, n0:n1] over K slice `slice` (-1: all of K; else its fp32 partial sums go to
+// pr.partial, reduced by finish_split()), in the schedule's loop order (Order::km only where C
+// is updated in place: fp32 C or a slice's partials; 16-bit C always goes through the mk
+// order's fp32 tile).
+void run_block(const Block& blk) {
+  const Problem& pr = *blk.pr;
+  const PackedBlock b = set_up(pr, blk.m0, blk.m1, blk.n0, blk.n1, blk.slice);
+  if (pr.s.order == Order::km && !b.via_tile) return run_km(pr, b);
+  run_mk(pr, b);
+}
+
+// Each cell of the thread grid in its column blocks of at most the schedule's NC, equal and of
+// whole NR panels (1056 columns as 544 + 512), the blocks run_block would make: a piece packs
+// what the cell's loop packs for it, so cutting there costs nothing. Pieces only where the
+// region has threads to hand them to.
+void plan(const Problem& pr, std::vector<Block>& out) {
+  const Params& p = *pr.p;
+  const Schedule& s = pr.s;
+  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->mr);
+  const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->nr);
+  for (int tm = 0; tm < s.threads_m; ++tm)
+    for (int tn = 0; tn < s.threads_n; ++tn) {
+      const std::int64_t m0 = std::min(p.m, tm * mchunk), m1 = std::min(p.m, m0 + mchunk);
+      const std::int64_t n0 = std::min(p.n, tn * nchunk), n1 = std::min(p.n, n0 + nchunk);
+      if (m0 >= m1 || n0 >= n1) continue;
+      const std::int64_t width =
+          s.threads > 1
+              ? std::min<std::int64_t>(
+                    s.nc, round_up(ceil_div(n1 - n0, ceil_div(n1 - n0, s.nc)), pr.fam->nr))
+              : n1 - n0;
+      add_pieces(pr, m0, m1, n0, n1, width, 2.0 * static_cast<double>(m1 - m0) * k_per_block(pr),
+                 out);
+    }
+}
+
+// Every product (the swapped operands are the direct and decode paths' only).
+std::string accepts(const Params&, const KernelFamily&, bool swap) {
+  return swap ? "swap runs the direct or the decode path (no split_k)" : "";
+}
+
+void bind(Problem&) {}  // the route (bf16 pairs or fp32 panels) is make_problem's
+std::int64_t no_scratch(const Problem&) {
+  return 0;
+}
+void no_prepare(Problem&, float*, int, std::vector<Pack>&) {}
+
+}  // namespace
+
+const PathImpl kPackedPath{Path::packed, accepts, bind, no_scratch, no_prepare, plan, run_block};
+
+}  // namespace attain::gemm::detail
