@@ -98,6 +98,12 @@ int explain(const std::string& spec, const tune::TuneConfig& cfg, tune::Schedule
   fmt::print("heuristic {}  (model {})\n", tune::describe(call, h), us(tune::estimate(call, h, m)));
   fmt::print("default   {}  (model {})\n", tune::describe(call, gemm::Schedule{}),
              us(tune::estimate(call, gemm::Schedule{}, m)));
+  // The engine's reasons for its default (the first item's rows), as gemm::explain gives them.
+  gemm::Params first = call.p;
+  if (const auto rows = tune::item_rows(call); !rows.empty()) first.m = rows.front();
+  const std::vector<std::string> why = gemm::explain(first);
+  for (std::size_t i = 0; i + 1 < why.size(); ++i)
+    fmt::print("{}{}\n", i == 0 ? "because   " : "          ", why[i]);
   tune::SearchOptions so = cfg.search;
   so.bytes = set.total_bytes();
   const tune::SearchResult r = tune::search(call, m, so);

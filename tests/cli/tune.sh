@@ -27,7 +27,7 @@ PY
   fail "second tune run did not use the cache"
 
 "$ATTAIN" tune --explain gemm:m=2,n=40,k=300,dtype=fp16 --threads 2 --budget 0.3 --top 3 > "$TMP/e"
-for w in heuristic default "measured search" "<- chosen" "chosen "; do
+for w in heuristic default "because   path=decode: M 2 <= " "measured search" "<- chosen" "chosen "; do
   grep -q -- "$w" "$TMP/e" || fail "--explain lacks '$w'"
 done
 

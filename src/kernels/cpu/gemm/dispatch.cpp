@@ -31,10 +31,6 @@ const KernelFamily* find_family(Isa isa) {
 
 }  // namespace
 
-const CpuInfo& cpu_info() {
-  return cpu_features();
-}
-
 bool multiplies_bf16_pairs(const Params& p, const KernelFamily& f) {
   const bool dtypes = (p.a_type == DType::bf16 && p.b_type == DType::bf16) ||
                       (p.a_type == DType::fp8 && p.b_type == DType::fp8);

@@ -124,9 +124,13 @@ struct Blocking {
   int mc_f32 = 0, kc_f32 = 0;
 };
 
-// The features the engine's kernels may use: core/cpu_features, ATTAIN_ISA's cap included.
+// The features the engine's kernels may use: core/cpu_features, ATTAIN_ISA's cap included
+// (inline: the route predicates ask on every call).
 using CpuInfo = CpuFeatures;
-const CpuInfo& cpu_info();
+inline const CpuInfo& cpu_info() {
+  static const CpuInfo& info = cpu_features();
+  return info;
+}
 // Whether the packed path multiplies these operands as bf16 pairs with family f on this CPU
 // (bf16 A and B, or fp8 A and B, whose e4m3 values are exact in bf16; A stored (M, K), B stored
 // (N, K), even K; the engine also needs even leading dimensions and KC (fp8: KC a multiple of

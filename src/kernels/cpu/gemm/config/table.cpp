@@ -35,7 +35,7 @@ const std::string& forced_row() {
   return name;
 }
 
-const CpuRow& table_row(Isa isa) {
+const CpuRow& find_row(Isa isa) {
   const CpuInfo& c = cpu_info();
   const std::string& forced = forced_row();
   if (!forced.empty())
@@ -47,6 +47,23 @@ const CpuRow& table_row(Isa isa) {
         (r->family == 0 || r->family == c.family))
       return *r;
   throw std::logic_error("gemm: no block-size table row for this kernel family");
+}
+
+// The row of each kernel family, found once (every call asks).
+const CpuRow& table_row(Isa isa) {
+  static const CpuRow* const rows[] = {&find_row(Isa::scalar), &find_row(Isa::avx2),
+                                       &find_row(Isa::avx512)};
+  switch (isa) {
+    case Isa::scalar:
+      return *rows[0];
+    case Isa::avx2:
+      return *rows[1];
+    case Isa::avx512:
+      return *rows[2];
+    case Isa::automatic:
+      break;
+  }
+  throw std::logic_error("gemm: no block-size table row for an unresolved kernel family");
 }
 
 }  // namespace

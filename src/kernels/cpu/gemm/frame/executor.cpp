@@ -137,10 +137,11 @@ Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
 // the split-K partial sums.
 void reserve_scratch(Batch& bt, int threads) {
   std::int64_t conv = 0, part = 0;
-  for (const Problem& pr : bt.problems) {
+  for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
     if (p.k == 0 || p.alpha == 0.0f) continue;
-    conv += path_impl(pr.s.path).scratch_floats(pr);
+    pr.scratch = path_impl(pr.s.path).scratch_floats(pr);
+    conv += pr.scratch;
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
   }
   float* conv_buf = conv > 0 ? bt.a32.get(conv) : nullptr;
@@ -154,9 +155,8 @@ void reserve_scratch(Batch& bt, int threads) {
       continue;
     }
     const PathImpl& path = path_impl(pr.s.path);
-    const std::int64_t floats = path.scratch_floats(pr);
     path.prepare(pr, conv_buf, threads, bt.packs);
-    conv_buf += floats;
+    conv_buf += pr.scratch;
     if (pr.slices > 1) {
       pr.partial = part_buf;
       part_buf += round_up(pr.slices * p.m * p.n, 16);

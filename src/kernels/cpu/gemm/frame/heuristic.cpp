@@ -28,17 +28,25 @@ namespace {
 // path's bounded blocks.
 constexpr std::int64_t kDirectMaxAtBytes = std::int64_t{32} << 20;
 
-// Reasons, collected only where a caller asks (explain()): resolve() runs on every call.
+// Reasons, collected only where a caller asks (explain()): resolve() runs on every call, so the
+// formatting is out of line and marked cold, away from the decisions' own code (a call after a
+// cache flush fetches every line of that path from memory).
 class Why {
  public:
   explicit Why(std::vector<std::string>* out) : out_(out) {}
   bool on() const { return out_ != nullptr; }
   template <class... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) {
-    if (out_ != nullptr) out_->push_back(fmt::format(f, std::forward<Args>(args)...));
+    if (out_ != nullptr) [[unlikely]]
+      add(out_, f, std::forward<Args>(args)...);
   }
 
  private:
+  template <class... Args>
+  [[gnu::cold, gnu::noinline]] static void add(std::vector<std::string>* out,
+                                               fmt::format_string<Args...> f, Args&&... args) {
+    out->push_back(fmt::format(f, std::forward<Args>(args)...));
+  }
   std::vector<std::string>* out_;
 };
 

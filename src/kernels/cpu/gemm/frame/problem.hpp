@@ -95,6 +95,8 @@ struct Problem {
   // Schedule::swap: this problem is the caller's with the operands swapped (detail::swapped),
   // its C the caller's C transposed: element (i, j) at c + j * ldc + i.
   bool ct = false;
+  // Floats of the region's scratch its path takes (PathImpl::scratch_floats).
+  std::int64_t scratch = 0;
   // Split-K: slices of kslice K elements, partial sums in `partial` (slices x m x n).
   int slices = 1;
   std::int64_t kslice = 0;

@@ -8,10 +8,6 @@
 
 namespace attain::gemm::detail {
 
-std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel) {
-  return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
-}
-
 namespace {
 
 // A^T panels: rows [i0, i0 + P) of op(A) (fewer at the end of M), in a width of whole vectors.

@@ -35,7 +35,9 @@ struct PathImpl {
 
 // Scratch floats of the direct path's packed A^T for M x K: every panel of `panel` rows over all
 // of K, as fp32 values or (kw = 2) words of two bf16 (the heuristic bounds it).
-std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel);
+inline std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_t kw, int panel) {
+  return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
+}
 
 extern const PathImpl kDecodePath, kDirectPath, kPackedPath;
 const PathImpl& path_impl(Path p);  // p resolved (not automatic)
