@@ -945,7 +945,7 @@ void check_panel(const PanelInputs& in, std::int64_t m, std::int64_t n, std::int
       decode_args(in.a.data(), m, k, bf16 ? static_cast<const void*>(in.w16.data()) : in.w.data(),
                   bf16 ? DType::bf16 : DType::f32, n, out.data(), scratch, stages, panel_bytes);
   g.a16 = in.a16.data(), g.lda16 = k;
-  (bf16 ? detail::decode_bf16_pairs_avx512bf16 : detail::decode_avx512)(g);
+  (bf16 ? detail::family(Isa::avx512).decode_bf16_pairs : detail::family(Isa::avx512).decode)(g);
   for (std::int64_t i = 0; i < m * n; ++i)
     ASSERT_EQ(out[i], ref[i]) << "bf16 " << bf16 << " m " << m << " stages " << stages
                               << " panel bytes " << panel_bytes << " at " << i;
@@ -999,8 +999,9 @@ TEST(Gemm, PanelWideChunks) {
         std::vector<float> scratch(detail::decode_scratch_floats(1024, k) + 16);
         std::vector<float> out(m * n, std::numeric_limits<float>::quiet_NaN());
         // panel_bytes: the L1 chunk, not what 16-bit W takes
-        detail::decode_avx512(decode_args(a.data(), m, k, wt == DType::f16 ? wh.data() : wb.data(),
-                                          wt, n, out.data(), scratch, stages, 8192));
+        detail::family(Isa::avx512)
+            .decode(decode_args(a.data(), m, k, wt == DType::f16 ? wh.data() : wb.data(), wt, n,
+                                out.data(), scratch, stages, 8192));
         for (std::int64_t i = 0; i < m * n; ++i)
           ASSERT_EQ(out[i], ref[i])
               << dtype_name(wt) << " m " << m << " stages " << stages << " at " << i;
@@ -1053,8 +1054,9 @@ TEST(GemmDispatch, TableRowForThisCpu) {
 // transposes), the rows past `rows` zero, nothing written past the panel.
 TEST(Gemm, InterleaveMatchesScalar) {
   std::vector<std::pair<const char*, detail::Interleave>> routines;
-  if (isa_supported(Isa::avx512)) routines.emplace_back("avx512", detail::interleave_avx512);
-  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::interleave_avx2);
+  if (isa_supported(Isa::avx512))
+    routines.emplace_back("avx512", detail::family(Isa::avx512).interleave);
+  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::family(Isa::avx2).interleave);
   if (routines.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 here";
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -1081,8 +1083,9 @@ TEST(Gemm, InterleaveMatchesScalar) {
 // (C not read) and not, a tail of 5.
 TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
   std::vector<std::pair<const char*, detail::Round16>> routines;
-  if (isa_supported(Isa::avx512)) routines.emplace_back("avx512", detail::round16_avx512);
-  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::round16_avx2);
+  if (isa_supported(Isa::avx512))
+    routines.emplace_back("avx512", detail::family(Isa::avx512).round16);
+  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::family(Isa::avx2).round16);
   if (routines.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 here";
   std::vector<std::uint32_t> bits = {
       0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x7f800000u,
