@@ -75,4 +75,9 @@ PY
 # The report keeps a ceiling error out of its aggregates and names it.
 "$ATTAIN" report "$TMP/f.json" -o "$TMP/f.html" > /dev/null
 grep -q "above the ceiling" "$TMP/f.html" || fail "report does not flag the ceiling error: $(grep -o "headline.\{0,300\}" "$TMP/f.html")"
+# 3. A hot run (operands in cache) beats the memory ceiling by design: it raises no ceiling.
+forge read_gbps_1t 0.5
+"$ATTAIN" bench --op "$OP" --backend attain --threads 1 --max-seconds 0.02 --no-recheck --hot \
+  > "$TMP/h.out" 2>&1 || fail "hot bench: $(cat "$TMP/h.out")"
+[ "$(cached read_gbps_1t)" = "0.5" ] || fail "a hot run raised the cache to $(cached read_gbps_1t)"
 echo "ceilings: ok"
