@@ -40,12 +40,7 @@ void check_params(const Params& p, bool fused) {
   const KernelFamily& fam = family(s.isa == Isa::automatic ? detected_isa() : s.isa);
   if (s.path == Path::direct && s.split_k > 1) fail("direct path takes no split_k");
   if (s.swap && s.split_k > 1) fail("swap runs the direct or the decode path (no split_k)");
-  // The path's own conditions (an automatic path with swap: the direct path's).
-  if (s.path != Path::automatic || s.swap) {
-    const std::string why =
-        path_impl(s.path == Path::automatic ? Path::direct : s.path).accepts(p, fam, s.swap);
-    if (!why.empty()) fail(why);
-  }
+  if (const std::string why = path_refusal(p, s, fam); !why.empty()) fail(why);
   if (p.c == nullptr) fail("c is null");
   if (p.k > 0 && (p.a == nullptr || p.b == nullptr)) fail("a or b is null");
   if (p.ldc != 0 && p.ldc < p.n) fail("ldc < n");

@@ -28,6 +28,11 @@ const PathImpl& path_impl(Path p) {
   return kPackedPath;
 }
 
+std::string path_refusal(const Params& p, const Schedule& s, const KernelFamily& f) {
+  if (s.path == Path::automatic && !s.swap) return "";
+  return path_impl(s.path == Path::automatic ? Path::direct : s.path).accepts(p, f, s.swap);
+}
+
 namespace {
 
 std::atomic<void (*)(const Block&)> g_block_observer{nullptr};
@@ -120,7 +125,7 @@ Batch& batch_scratch() {
 // in bt.swapped, reserved by the caller), unless A and B are not read (K = 0, alpha = 0:
 // C = beta * C as the caller's problem).
 Problem problem_of(Batch& bt, const Params& p, const Schedule& s) {
-  if (!s.swap || p.k == 0 || p.alpha == 0.0f) {
+  if (!s.swap || !reads_operands(p)) {
     Schedule t = s;
     t.swap = false;
     return make_problem(p, t);
@@ -139,7 +144,7 @@ void reserve_scratch(Batch& bt, int threads) {
   std::int64_t conv = 0, part = 0;
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
-    if (p.k == 0 || p.alpha == 0.0f) continue;
+    if (!reads_operands(p)) continue;
     pr.scratch = path_impl(pr.s.path).scratch_floats(pr);
     conv += pr.scratch;
     if (pr.slices > 1) part += round_up(pr.slices * p.m * p.n, 16);
@@ -150,7 +155,7 @@ void reserve_scratch(Batch& bt, int threads) {
   bt.packs.clear();
   for (Problem& pr : bt.problems) {
     const Params& p = *pr.p;
-    if (p.k == 0 || p.alpha == 0.0f) {  // C = beta * C: A and B are not read
+    if (!reads_operands(p)) {  // C = beta * C: A and B are not read
       scale_c(pr);
       continue;
     }
@@ -181,7 +186,7 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
   threads = region_threads(threads, work_ns);
   execute(bt.blocks, bt.packs, threads);
   for (const Problem& pr : bt.problems)
-    if (pr.slices > 1 && pr.p->k > 0 && pr.p->alpha != 0.0f) finish_split(pr);
+    if (pr.slices > 1 && reads_operands(*pr.p)) finish_split(pr);
   // Ran alone because the workers slept: wake them now, after the work, so that the jobs that
   // follow find them waiting. Otherwise a run of small jobs after a pause (or after a benchmark
   // rested the pool) stayed on one thread to its end, each job finding the workers asleep.

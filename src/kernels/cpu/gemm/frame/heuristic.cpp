@@ -90,8 +90,7 @@ struct Ranges {
 
 // Decode when the weights dominate the traffic and there are too few rows of A to amortise
 // packing them: M up to the table's crossover, W stored (N, K). Otherwise packed, for now.
-Path decode_or_packed(const Params& p, const Ranges& r, const Schedule& s, Why& why) {
-  const int max_m = r.decode_max_m(p);
+Path decode_or_packed(const Params& p, const Schedule& s, int max_m, Why& why) {
   if (p.trans_b == Trans::T && p.m <= max_m && s.split_k <= 1) {
     why.say("path=decode: M {} <= {} (the decode crossover for this route), W stored (N, K)", p.m,
             max_m);
@@ -111,11 +110,10 @@ Path decode_or_packed(const Params& p, const Ranges& r, const Schedule& s, Why& 
 // ranges per route (fp32, bf16 pairs, converted W) from the table. fp8 x fp8 takes it as bf16
 // pairs (direct_fp8_pairs) from the table's direct_min_m_fp8 rows (or above the decode path's),
 // any K; on the fp32 route (W and A^T converted with their scales) it stays packed.
-bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, Why& why) {
+bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, int max_m, Why& why) {
   const KernelFamily& f = r.f;
   const Blocking& b = r.b;
   const bool words = direct_pairs(p, f), conv = direct_converts(p, f);
-  const int max_m = r.decode_max_m(p);
   const bool fp8_pair = p.a_type == DType::fp8 && p.b_type == DType::fp8;
   // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
   // operands for them, the direct path only A^T (threads split M where that divides evenly, N
@@ -216,8 +214,9 @@ bool few_columns_swap(const Params& p, const Ranges& r, Schedule& s, Why& why) {
 
 // The path and the operand swap, where the caller left them to the engine.
 void choose_path(const Params& p, const Ranges& r, Schedule& s, Why& why) {
-  s.path = decode_or_packed(p, r, s, why);
-  if (direct_takes(p, r, s, why)) s.path = Path::direct;
+  const int max_m = r.decode_max_m(p);  // the decode/packed crossover for p's route
+  s.path = decode_or_packed(p, s, max_m, why);
+  if (direct_takes(p, r, s, max_m, why)) s.path = Path::direct;
   if (s.split_k > 1 && decode_ok(p, false)) {
     s.path = Path::decode;
     why.say("path=decode: split_k {} given, W stored (N, K), M <= {}", s.split_k, kDecodeMaxM);

@@ -14,7 +14,7 @@ Plan plan(const Params& p, const Schedule& s) {
   Plan out;
   out.s = resolve(given);
   if (!schedule_fits(p, out.s)) throw std::invalid_argument("gemm: the schedule does not fit");
-  const bool swap = out.s.swap && p.k > 0 && p.alpha != 0.0f;  // as the executor's problem_of
+  const bool swap = out.s.swap && detail::reads_operands(p);  // as the executor's problem_of
   out.p = swap ? detail::swapped(p) : p;
   Schedule t = out.s;
   if (!swap) t.swap = false;
@@ -43,7 +43,7 @@ Plan plan(const Params& p, const Schedule& s) {
       break;
   }
   out.route.fp8_pairs = out.route.bf16_pairs && fp8;
-  if (out.p.m == 0 || out.p.n == 0 || out.p.k == 0 || out.p.alpha == 0.0f) return out;
+  if (out.p.m == 0 || out.p.n == 0 || !detail::reads_operands(out.p)) return out;
   std::vector<detail::Block> blocks;
   detail::path_impl(out.s.path).plan(pr, blocks);
   out.blocks.reserve(blocks.size());
@@ -58,8 +58,7 @@ Plan plan(const Params& p, const Schedule& s) {
 bool schedule_fits(const Params& p, const Schedule& s) {
   if (s.path == Path::automatic && !s.swap) return true;
   const detail::KernelFamily& f = detail::family(s.isa == Isa::automatic ? detected_isa() : s.isa);
-  const Path path = s.path == Path::automatic ? Path::direct : s.path;
-  return detail::path_impl(path).accepts(p, f, s.swap).empty();
+  return detail::path_refusal(p, s, f).empty();
 }
 
 Family family_of(Isa isa) {

@@ -169,6 +169,12 @@ struct Pack {
   void (*run)(const Pack&) = nullptr;  // the path's piece of work
 };
 
+// Whether a product reads A and B: K = 0 or alpha = 0 is C = beta * C, as in BLAS (and its
+// operands are never swapped).
+inline bool reads_operands(const Params& p) {
+  return p.k != 0 && p.alpha != 0.0f;
+}
+
 // K per block: a split-K slice's, or all of K.
 inline double k_per_block(const Problem& pr) {
   return static_cast<double>(pr.slices > 1 ? pr.kslice : pr.p->k);

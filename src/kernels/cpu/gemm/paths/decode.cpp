@@ -118,13 +118,13 @@ bool converts_a(const Problem& pr) {
 }
 
 // W stored (N, K) and at most kDecodeMaxM rows of A; on the swapped operands at most kDecodeMaxM
-// columns (the caller's N becomes the decode path's M) and what the swap needs.
+// columns (the caller's N becomes the decode path's M) and what the swap needs (the direct
+// path's conditions for it).
 std::string accepts(const Params& p, const KernelFamily& f, bool swap) {
   if (!decode_ok(p, swap))
     return swap ? fmt::format("the decode path on swapped operands needs n <= {}", kDecodeMaxM)
                 : fmt::format("decode path needs trans_b = T and m <= {}", kDecodeMaxM);
-  if (swap && !swap_ok(p, f)) return "swap needs A stored (M, K) and W stored (N, K), neither fp8";
-  return "";
+  return swap ? kDirectPath.accepts(p, f, true) : "";
 }
 
 // The decode kernel multiplies bf16 pairs where the family and CPU have them (fp8 x fp8 or

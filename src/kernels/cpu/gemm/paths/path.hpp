@@ -39,6 +39,11 @@ inline std::int64_t direct_at_floats(std::int64_t m, std::int64_t k, std::int64_
   return round_up(ceil_div(m, panel) * panel * (k / kw), 16);
 }
 
+// Why schedule s cannot run p with family f, "" where it can: its path's conditions, or the direct
+// path's where the path is left to the engine and the swap asked for (nothing to check where both
+// are left to it). gemm()'s checks and schedule_fits() both ask here.
+std::string path_refusal(const Params& p, const Schedule& s, const KernelFamily& f);
+
 extern const PathImpl kDecodePath, kDirectPath, kPackedPath;
 const PathImpl& path_impl(Path p);  // p resolved (not automatic)
 
