@@ -1,8 +1,7 @@
 // The CUDA backends (attain-cuda, cublaslt) and their host-side planning.
 // Without a GPU: the plans are checked, and both backends must refuse to load with a clear
-// "no CUDA device: ..." reason. With one: every kernel against the fp64 reference on random
-// and edge shapes (m = 1, k tails, n not a multiple of the tile, ragged and empty MLA
-// sequences, causal s_q > 1), outputs poisoned before each run, each op run twice.
+// "no CUDA device: ..." reason. With one: ragged and empty MLA sequences and the refusals here;
+// every kernel against the fp64 reference on the shared case registry in test_backend_ops.cpp.
 #include <gtest/gtest.h>
 
 #ifdef ATTAIN_HAVE_CUDA
@@ -165,97 +164,7 @@ TEST(CudaBackends, RefuseCleanlyWithoutADevice) {
   }
 }
 
-// ---- kernels against the reference (GPU only) --------------------------------------------
-
-struct Case {
-  std::string backend, spec;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.backend << " " << c.spec;
-}
-
-std::vector<Case> gpu_cases() {
-  const std::vector<std::string> gemms = {
-      "gemm:m=1,n=1,k=1,dtype=bf16",
-      "gemm:m=1,n=37,k=19,dtype=bf16",     // k tail, n not a multiple of the tile
-      "gemm:m=1,n=256,k=7168,dtype=bf16",  // router: split-K
-      "gemm:m=3,n=129,k=1000,dtype=bf16",  // k not a multiple of 8
-      "gemm:m=8,n=2112,k=7168,dtype=bf16",
-      "gemm:m=17,n=100,k=4096,dtype=bf16",   // m tail of the 8-row chunks
-      "gemm:m=128,n=96,k=257,dtype=bf16",    // k % 8 != 0: CUDA cores at m = 128
-      "gemm:m=9,n=33,k=72,dtype=bf16",       // tensor cores: k tail of the 32-wide step
-      "gemm:m=64,n=2112,k=7168,dtype=bf16",  // tensor cores, split-K
-      "gemm:m=128,n=200,k=1024,dtype=bf16",  // tensor cores, n not a multiple of 64
-      "gemm:m=1,n=256,k=7168,dtype=fp8",
-      "gemm:m=5,n=300,k=1000,dtype=fp8",  // k not a multiple of 128 or 16
-      "gemm:m=64,n=2112,k=7168,dtype=fp8",
-      "batched_gemm:batch=3,m=2,n=65,k=136,dtype=bf16",
-      "batched_gemm:batch=2,m=4,n=130,k=256,dtype=fp8",
-      "grouped_gemm:groups=4,m=5,n=17,k=33,dtype=bf16,layout=masked",
-      "grouped_gemm:groups=8,m=3,n=256,k=7168,dtype=bf16,skew=2,layout=masked",
-      "grouped_gemm:groups=4,m=6,n=200,k=512,dtype=fp8,skew=1,layout=masked",
-      "grouped_gemm:groups=4,m=20,n=72,k=256,dtype=bf16,skew=1,layout=masked",  // tensor cores
-  };
-  const std::vector<std::string> lt_only = {
-      "gemm:m=256,n=512,k=1024,dtype=bf16",
-      "gemm:m=33,n=64,k=128,dtype=fp32",
-      "gemm:m=7,n=40,k=64,dtype=fp16",
-      "gemm:m=128,n=256,k=512,dtype=fp8",
-  };
-  const std::vector<std::string> mla = {
-      "mla_decode:b=1,s=1,h=1,dtype=bf16",          "mla_decode:b=2,s=100,h=16,dtype=bf16",
-      "mla_decode:b=3,s=300,h=128,dtype=bf16",
-      "mla_decode:b=1,s=4096,h=128,dtype=bf16",      // split-KV + combine
-      "mla_decode:b=2,s=130,h=20,s_q=2,dtype=bf16",  // causal, a partial row tile
-      "mla_decode:b=2,s=200,h=16,dtype=fp8",        "mla_decode:b=1,s=2000,h=128,dtype=fp8",
-  };
-  std::vector<Case> cases;
-  for (const auto& s : gemms) {
-    cases.push_back({"attain-cuda", s});
-    // cuBLASLt's fp8 path: plain gemm with k % 16 == 0 (the backend refuses the others).
-    const Op op = Op::parse(s);
-    if (op.dtype != DType::fp8 || (op.kind == OpKind::gemm && op.k % 16 == 0))
-      cases.push_back({"cublaslt", s});
-  }
-  for (const auto& s : lt_only) cases.push_back({"cublaslt", s});
-  for (const auto& s : mla) cases.push_back({"attain-cuda", s});
-  return cases;
-}
-
-class CudaOps : public ::testing::TestWithParam<Case> {};
-
-TEST_P(CudaOps, MatchesReference) {
-  SKIP_WITHOUT_GPU();
-  const Case& c = GetParam();
-  auto backend = make_backend(c.backend);
-  const Op op = Op::parse(c.spec);
-  const Support s = backend->supports(op);
-  ASSERT_TRUE(s.ok) << s.reason;
-  for (std::uint64_t seed : {1u, 2u}) {
-    TensorSet set(op);
-    fill_inputs(set, seed);
-    poison_outputs(set);
-    auto kernel = backend->prepare(set, RunOptions{});
-    ASSERT_TRUE(kernel->device_timed());
-    kernel->run();
-    auto v = verify(set);
-    EXPECT_TRUE(v.ok) << c.backend << " " << c.spec << ": " << v.detail;
-    EXPECT_GT(kernel->last_device_seconds(), 0.0);
-    poison_outputs(set);
-    kernel->run();  // a second run leaves no state behind
-    v = verify(set);
-    EXPECT_TRUE(v.ok) << c.backend << " " << c.spec << " (second run): " << v.detail;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Gpu, CudaOps, ::testing::ValuesIn(gpu_cases()),
-                         [](const testing::TestParamInfo<Case>& pi) {
-                           std::string n = pi.param.backend + "_" + pi.param.spec;
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n + "_" + std::to_string(pi.index);
-                         });
+// The kernels against the reference on the registry's cases: tests/test_backend_ops.cpp.
 
 // Ragged sequences, empty requests and a shuffled block table on the MLA kernel.
 TEST(CudaMla, RaggedAndEmptySequences) {

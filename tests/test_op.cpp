@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "attain/dtype.hpp"
 #include "attain/op.hpp"
@@ -90,6 +91,24 @@ TEST(OpModel, MlaFlopsAreCausalExact) {
   // Cache bytes count the s rows read, not the padding of the last block.
   const Op f8 = Op::parse("mla_decode:b=1,s=100,h=1,dtype=fp8");
   EXPECT_DOUBLE_EQ(f8.bytes(), 100.0 * 656 + 576 * 2 + 512 * 2 + 4);
+}
+
+// A ragged batch: the same model at each request's own length; the uniform batch is flops().
+TEST(OpModel, MlaCountsForRaggedSeqlens) {
+  const Op op = Op::parse("mla_decode:b=3,s=100,h=4,dtype=bf16,s_q=2");
+  const std::vector<std::int32_t> all = {100, 100, 100};
+  EXPECT_DOUBLE_EQ(op.flops(all), op.flops());
+  EXPECT_DOUBLE_EQ(op.bytes(all), op.bytes());
+  EXPECT_DOUBLE_EQ(op.flops(std::span<const std::int32_t>{}), op.flops());
+  // Lengths 1, 2 and 50 with 2 queries each: query 0 sees len - 1 keys, query 1 sees len.
+  const std::vector<std::int32_t> ragged = {1, 2, 50};
+  const double pairs = (0 + 1) + (1 + 2) + (49 + 50);
+  EXPECT_DOUBLE_EQ(op.flops(ragged), 2.0 * 4 * pairs * (kMlaDk + kMlaDv));
+  // 247 rows fewer than 3 x 100 are read, each 576 bf16 values.
+  EXPECT_DOUBLE_EQ(op.bytes() - op.bytes(ragged), (300.0 - 53.0) * kMlaDk * 2);
+  // Other kinds ignore the lengths.
+  const Op g = Op::parse("gemm:m=2,n=3,k=4,dtype=fp32");
+  EXPECT_DOUBLE_EQ(g.flops(ragged), g.flops());
 }
 
 TEST(Tensors, GuardRegionsCatchOverruns) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,5 +61,16 @@ std::vector<CatalogOp> model_ops(const ModelConfig& cfg, const PassSpec& pass);
 // phase and dtype). Throws InputError for an unknown name.
 std::vector<CatalogOp> suite(std::string_view name);
 std::vector<std::string> suite_names();
+
+// ---- what `attain catalog` prints and writes (src/catalog/export.cpp) ----------------------
+
+// One op as the catalog lists it: spec, kind, dtype, m/n/k (mla: rows x keys x row width),
+// FLOPs, bytes and where it comes from.
+nlohmann::json to_json(const CatalogOp& op);
+nlohmann::json catalog_json(const std::vector<CatalogOp>& ops);  // an array of the above
+// Counts by kind, phase, dtype and model; total FLOPs and bytes (each op once).
+nlohmann::json catalog_summary_json(const std::vector<CatalogOp>& ops);
+std::string catalog_summary_text(const std::vector<CatalogOp>& ops);
+std::string catalog_table_text(const std::vector<CatalogOp>& ops);
 
 }  // namespace attain

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct DeviceSpec {
 std::vector<DeviceSpec> load_devices();       // every file in data/devices
 DeviceSpec load_device(std::string_view id);  // throws InputError (lists known ids)
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin);
+// The database as `attain devices` lists it: one JSON object per device, and a table of the
+// dense peaks, bandwidth, capacity and link.
+nlohmann::json devices_json(const std::vector<DeviceSpec>& devs);
+std::string devices_table(const std::vector<DeviceSpec>& devs);
 
 struct HostCeilings {
   std::string cpu_model;

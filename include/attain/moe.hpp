@@ -8,11 +8,12 @@
 //                  returns a Handle that the caller waits on after computing something else
 //   ExpertMLP      gate+up grouped GEMM, SiLU(gate)*up, down grouped GEMM, on a backend
 //
-// Everything that needs MPI lives in src/moe/*mpi*.cpp; routing, layouts, tokens and the
-// expert MLP work in any build.
+// Everything that needs MPI lives in src/moe/mpi/ and src/moe/*_mpi.cpp; routing, layouts,
+// tokens and the expert MLP work in any build.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -196,8 +197,10 @@ enum class Mode : std::uint8_t { normal, low_latency };
 // shm: MPI-3 shared-memory window, senders write straight into receivers' buffers (one node).
 // rma: MPI one-sided puts into an MPI_Win_allocate window (any network, across nodes).
 enum class Transport : std::uint8_t { automatic, shm, rma };
-std::string_view mode_name(Mode m);
-std::string_view transport_name(Transport t);
+std::string_view mode_name(Mode m);                  // "normal", "low-latency"
+std::string_view transport_name(Transport t);        // "auto", "shm", "rma"
+std::optional<Mode> parse_mode(std::string_view s);  // the names above, and "ll"
+std::optional<Transport> parse_transport(std::string_view s);
 
 // A peer that did not answer within the timeout (it died or hangs).
 struct TimeoutError : RuntimeFailure {
@@ -245,6 +248,10 @@ struct OpTiming {
   double bytes_out = 0;   // bytes this rank wrote into other ranks' buffers
 };
 
+namespace mpi {
+class OpQueue;
+}
+
 class Handle {
  public:
   Handle() = default;
@@ -253,7 +260,7 @@ class Handle {
   OpTiming timing() const;  // after wait()
 
  private:
-  friend class ExpertComm;
+  friend class mpi::OpQueue;
   struct State;
   std::shared_ptr<State> st_;
 };
@@ -359,6 +366,20 @@ struct MoeBenchResult {
 
 // Collective: every rank calls it; rank 0's result holds the job-wide figures.
 MoeBenchResult run_moe_bench(const MoeBenchConfig& cfg);
+
+// The report of one run (schema "attain.moe/1"), written, read and printed by
+// src/bench/moe_report.cpp: the settings that shape the figures, then the figures.
+inline constexpr const char* kMoeSchema = "attain.moe/1";
+struct MoeReport {
+  MoeBenchConfig config;
+  MoeBenchResult result;
+  std::string created, command;  // provenance
+};
+nlohmann::json to_json(const MoeReport& r);
+MoeReport moe_report_from_json(const nlohmann::json& j, std::string_view origin);  // InputError
+MoeReport read_moe_report(const std::filesystem::path& file);                      // InputError
+// What `attain moe` prints.
+std::string moe_report_text(const MoeReport& r);
 
 // ---------------------------------------------------------------- scale-out of the bench
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -70,6 +71,11 @@ struct Op {
   DType out_dtype() const;  // fp32 for fp32 ops, fp16 for fp16, bf16 otherwise
   double flops() const;     // 2*M*N*K summed (mla: QK^T and PV, causal-exact)
   double bytes() const;     // inputs read once + outputs written once, stored dtypes
+  // mla_decode over a ragged batch: request i holds seqlens[i] <= s tokens (b entries). The
+  // same model as flops() and bytes(), which are these with every request at s; other kinds
+  // ignore `seqlens`.
+  double flops(std::span<const std::int32_t> seqlens) const;
+  double bytes(std::span<const std::int32_t> seqlens) const;
   double intensity() const { return flops() / bytes(); }
   std::int64_t total_rows() const;               // grouped: sum of group_rows()
   std::vector<std::int64_t> group_rows() const;  // grouped: rows of each group (deterministic)

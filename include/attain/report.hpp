@@ -176,6 +176,28 @@ std::string render_report_html(const ReportModel& m, const ReportOptions& opt = 
 // What the page shows, as JSON (series aggregates and pairs), for scripts.
 nlohmann::json report_summary_json(const ReportModel& m);
 
+// ---- compare (attain compare; src/report/compare.cpp) ---------------------------------
+
+// Speed of backend `a` relative to backend `b` per op spec both ran ok (time_b / time_a).
+struct ComparisonRow {
+  std::string spec;
+  double a_s = 0, b_s = 0, speed_a_over_b = 0, efficiency_a = 0, efficiency_b = 0;
+};
+struct Comparison {
+  std::string a, b;                 // "file:backend"
+  std::vector<ComparisonRow> rows;  // by spec
+  Aggregate speed;                  // of speed_a_over_b
+  std::size_t wins_a = 0, wins_b = 0;
+  double efficiency_a_geomean = 0, efficiency_b_geomean = 0;
+};
+// `backend_a` / `backend_b` empty: the first backend of A's file, and the first of B's (or,
+// with one file, its second). InputError when a backend is missing or no op ran ok in both.
+Comparison compare_results(const ResultsFile& fa, const std::string& label_a, std::string backend_a,
+                           const ResultsFile* fb, const std::string& label_b,
+                           std::string backend_b);
+nlohmann::json to_json(const Comparison& c);
+std::string comparison_text(const Comparison& c);
+
 // ---- import --------------------------------------------------------------------------
 
 struct ImportOptions {

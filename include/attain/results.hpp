@@ -62,6 +62,7 @@ struct ResultsFile {
 nlohmann::json to_json(const Result& r);
 nlohmann::json to_json(
     const CeilingsCheck& c);  // {when, at, threads, fma_gflops, bf16_gflops, read_gbps}
+CeilingsCheck ceilings_check_from_json(const nlohmann::json& j, std::string_view origin);
 nlohmann::json to_json(const ResultsFile& f);
 ResultsFile results_from_json(const nlohmann::json& j,
                               std::string_view origin);  // throws InputError

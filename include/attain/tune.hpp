@@ -151,4 +151,26 @@ struct TuneOutcome {
 std::vector<TuneOutcome> tune_ops(const std::vector<CatalogOp>& ops, const TuneConfig& cfg,
                                   Scheduler& sched, const Machine& m);
 
+// ---- what `attain tune` prints and writes (src/tune/report.cpp) ---------------------------
+
+// tune_ops() and what it took: the outcomes, the seconds, the warm-cache dispatch time of the
+// tuned shapes, and the cache they went to.
+struct TuneRun {
+  std::vector<TuneOutcome> outcomes;
+  double seconds = 0;
+  double dispatch_s = 0;  // mean time of one scheduler choice over the tuned shapes, warm
+  std::string cache_path;
+  std::size_t entries = 0;
+  int threads = 0;
+  int failures() const;  // outcomes "wrong" or "error"
+};
+TuneRun tune_run(const std::vector<CatalogOp>& ops, const TuneConfig& cfg, Scheduler& sched,
+                 const Machine& m);
+nlohmann::json to_json(const TuneRun& r);
+std::string tune_run_text(const TuneRun& r);
+// `attain tune --explain SPEC`: the heuristic and the engine's reasons, the cost model's
+// ranking and the measured times of the top candidates, as text. InputError for mla_decode.
+std::string explain_op(const std::string& spec, const TuneConfig& cfg, Scheduler& sched,
+                       const Machine& m);
+
 }  // namespace attain::tune

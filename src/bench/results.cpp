@@ -6,40 +6,17 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
-#include <type_traits>
 
 #include "attain/files.hpp"
+#include "core/json_fields.hpp"
 #include "device/probe.hpp"
 
 namespace attain {
 
 using nlohmann::json;
 
-namespace {
-
-// JSON has no NaN/Inf: non-finite figures are written as null and read back as 0.
-json num(double x) {
-  return std::isfinite(x) ? json(x) : json(nullptr);
-}
-
-template <class T>
-T get(const json& j, const char* key, std::string_view origin, T fallback, bool required) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (required) throw InputError(fmt::format("{}: missing field '{}'", origin, key));
-    return fallback;
-  }
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)  // 1e52 to int: undefined
-    return json_integer_as<T>(*it, fmt::format("{}: field '{}'", origin, key));
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw InputError(
-        fmt::format("{}: field '{}' has the wrong type ({})", origin, key, it->dump()));
-  }
-}
-
-}  // namespace
+using json_io::get;
+using json_io::num;
 
 json to_json(const Result& r) {
   const auto& p = r.op.prov;
@@ -84,6 +61,19 @@ json to_json(const CeilingsCheck& c) {
           {"t", num(c.t_unix)}};
 }
 
+CeilingsCheck ceilings_check_from_json(const json& cj, std::string_view origin) {
+  CeilingsCheck c;
+  c.when = get<std::string>(cj, "when", origin, "", false);
+  c.at = get<std::string>(cj, "at", origin, "", false);
+  c.threads = get<int>(cj, "threads", origin, 0, false);
+  c.fma_gflops = get<double>(cj, "fma_gflops", origin, 0, false);
+  c.bf16_gflops = get<double>(cj, "bf16_gflops", origin, 0, false);
+  c.read_gbps = get<double>(cj, "read_gbps", origin, 0, false);
+  c.read_kernel = get<std::string>(cj, "read_kernel", origin, "", false);
+  c.t_unix = get<double>(cj, "t", origin, 0, false);
+  return c;
+}
+
 json to_json(const ResultsFile& f) {
   const auto& m = f.machine;
   json results = json::array();
@@ -121,10 +111,7 @@ json to_json(const ResultsFile& f) {
 ResultsFile results_from_json(const json& j, std::string_view origin) {
   if (!j.is_object())
     throw InputError(fmt::format("{}: a results file must be a JSON object", origin));
-  const auto schema = get<std::string>(j, "schema", origin, "", true);
-  if (schema != kResultsSchema)
-    throw InputError(fmt::format("{}: schema '{}' is not supported (this attain reads '{}')",
-                                 origin, schema, kResultsSchema));
+  json_io::check_schema(j, kResultsSchema, origin);
   ResultsFile f;
   f.created = get<std::string>(j, "created", origin, "", false);
   f.command = get<std::string>(j, "command", origin, "", false);
@@ -154,19 +141,8 @@ ResultsFile results_from_json(const json& j, std::string_view origin) {
     }
   }
   if (auto cs = m.find("checks"); cs != m.end() && cs->is_array())
-    for (const auto& cj : *cs) {
-      if (!cj.is_object()) continue;
-      CeilingsCheck c;
-      c.when = get<std::string>(cj, "when", origin, "", false);
-      c.at = get<std::string>(cj, "at", origin, "", false);
-      c.threads = get<int>(cj, "threads", origin, 0, false);
-      c.fma_gflops = get<double>(cj, "fma_gflops", origin, 0, false);
-      c.bf16_gflops = get<double>(cj, "bf16_gflops", origin, 0, false);
-      c.read_gbps = get<double>(cj, "read_gbps", origin, 0, false);
-      c.read_kernel = get<std::string>(cj, "read_kernel", origin, "", false);
-      c.t_unix = get<double>(cj, "t", origin, 0, false);
-      f.machine.checks.push_back(c);
-    }
+    for (const auto& cj : *cs)
+      if (cj.is_object()) f.machine.checks.push_back(ceilings_check_from_json(cj, origin));
   if (auto l = m.find("libraries"); l != m.end() && l->is_object())
     for (auto it = l->begin(); it != l->end(); ++it)
       if (it->is_string()) f.machine.libraries[it.key()] = it->get<std::string>();

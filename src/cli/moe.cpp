@@ -13,20 +13,6 @@ namespace {
 // Timed repetitions at most: a run's length is reps times a step, and a step can take seconds.
 constexpr int kMaxReps = 100000;
 
-nlohmann::json to_json(const moe::TransferStats& s) {
-  return {{"gbps", s.gbps},
-          {"latency_us", s.latency_us},
-          {"bandwidth_fraction", s.bandwidth_fraction},
-          {"transfer_us", s.transfer_us},
-          {"layout_us", s.layout_us},
-          {"bytes", s.bytes},
-          {"end_to_end_fraction", s.end_to_end_fraction}};
-}
-
-nlohmann::json opt(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
 const bool registered = add_command([](CLI::App& app) {
   struct Opts {
     std::int64_t tokens = 128, hidden = 7168, inter = 256, align = 128;
@@ -117,23 +103,16 @@ const bool registered = add_command([](CLI::App& app) {
       c.gate.sigmoid = o->scoring == "sigmoid";
     }
     c.tokens = o->tokens;
-    if (o->mode == "normal")
-      c.mode = moe::Mode::normal;
-    else if (o->mode == "low-latency" || o->mode == "ll")
-      c.mode = moe::Mode::low_latency;
-    else
-      throw InputError(fmt::format("--mode {} (known: normal, low-latency)", o->mode));
+    const auto mode = moe::parse_mode(o->mode);
+    if (!mode) throw InputError(fmt::format("--mode {} (known: normal, low-latency)", o->mode));
+    c.mode = *mode;
     const auto dt = moe::parse_payload(o->dtype);
     if (!dt) throw InputError(fmt::format("--dtype {} (known: bf16, fp8)", o->dtype));
     c.dtype = *dt;
-    if (o->transport == "auto")
-      c.transport = moe::Transport::automatic;
-    else if (o->transport == "shm")
-      c.transport = moe::Transport::shm;
-    else if (o->transport == "rma")
-      c.transport = moe::Transport::rma;
-    else
+    const auto transport = moe::parse_transport(o->transport);
+    if (!transport)
       throw InputError(fmt::format("--transport {} (known: auto, shm, rma)", o->transport));
+    c.transport = *transport;
     if (!(o->timeout > 0)) throw InputError("--timeout must be positive");
     if (o->tokens <= 0 || o->hidden <= 0 || o->inter <= 0 || o->reps <= 0 || o->threads <= 0 ||
         o->align <= 0)
@@ -180,79 +159,13 @@ const bool registered = add_command([](CLI::App& app) {
     }
     if (mpi.rank() != 0) return r.verified ? 0 : 1;
 
-    nlohmann::json j = {
-        {"ranks", r.ranks},
-        {"transport", r.transport},
-        {"mode", moe::mode_name(c.mode)},
-        {"dtype", moe::payload_name(c.dtype)},
-        {"tokens", c.tokens},
-        {"hidden", c.hidden},
-        {"experts", c.gate.experts},
-        {"topk", c.gate.topk},
-        {"inter", c.inter},
-        {"expert_backend", r.expert_backend},
-        {"dispatch", to_json(r.dispatch)},
-        {"combine", to_json(r.combine)},
-        {"notify_us", r.notify_us},
-        {"copy_gbps", r.copy_gbps},
-        {"copy_gbps_probe", r.copy_gbps_probe},
-        {"copy_gbps_memcpy", r.copy_gbps_memcpy},
-        {"overlap",
-         {{"serial_ms", opt(r.serial_ms)},
-          {"overlapped_ms", opt(r.overlapped_ms)},
-          {"comm_ms", opt(r.comm_ms)},
-          {"hidden_fraction", opt(r.hidden_fraction)}}},
-        {"contention",
-         {{"gemm_alone_ms", opt(r.gemm_alone_ms)},
-          {"gemm_contended_ms", opt(r.gemm_contended_ms)},
-          {"gemm_slowdown", opt(r.gemm_slowdown)},
-          {"comm_slowdown", opt(r.comm_slowdown)}}},
-        {"gemm_gflops", r.gemm_gflops},
-        {"skipped", r.skipped},
-        {"verified", r.verified},
-        {"verification", r.verification},
-        {"created", now_iso()},
-        {"command", command_line()},
-    };
+    const moe::MoeReport report{c, r, now_iso(), command_line()};
     if (o->json) {
-      emit_json(j, o->out, true);
+      emit_json(moe::to_json(report), o->out, true);
       return r.verified ? 0 : 1;
     }
-    fmt::print(
-        "moe        {} {}, {} rank(s) over {}, {} tokens/rank, hidden {}, {} experts top-{}, "
-        "expert GEMM {}\n",
-        moe::mode_name(c.mode), moe::payload_name(c.dtype), r.ranks, r.transport, c.tokens,
-        c.hidden, c.gate.experts, c.gate.topk, r.expert_backend);
-    for (const auto& [name, s] :
-         {std::pair{"dispatch", r.dispatch}, std::pair{"combine", r.combine}})
-      fmt::print(
-          "{:<10} {:9.1f} us  transfer {:9.1f} us  layout {:8.1f} us  {:7.2f} GB/s crossed  "
-          "bandwidth_fraction {:.2f} (end to end {:.2f})\n",
-          name, s.latency_us, s.transfer_us, s.layout_us, s.gbps, s.bandwidth_fraction,
-          s.end_to_end_fraction);
-    fmt::print(
-        "           (median of {} reps, slowest rank; bandwidth_fraction = 2 x bytes crossed / "
-        "transfer time "
-        "/ copy bandwidth {:.1f} GB/s)\n",
-        c.reps, r.copy_gbps);
-    if (c.mode == moe::Mode::normal)
-      fmt::print("notify     {:9.1f} us  (layout exchange, once per routing)\n", r.notify_us);
-    if (r.hidden_fraction)
-      fmt::print(
-          "overlap    serial {:.2f} ms, overlapped {:.2f} ms; one micro-batch's communication "
-          "{:.2f} ms; "
-          "hidden_fraction {:.2f}\n",
-          *r.serial_ms, *r.overlapped_ms, *r.comm_ms, *r.hidden_fraction);
-    if (r.gemm_slowdown)
-      fmt::print(
-          "contention expert MLP {:.2f} ms alone ({:.1f} GFLOP/s), {:.2f} ms under "
-          "dispatch/combine traffic: "
-          "gemm_slowdown {:.2f}, traffic slowdown {:.2f}\n",
-          *r.gemm_alone_ms, r.gemm_gflops, *r.gemm_contended_ms, *r.gemm_slowdown,
-          *r.comm_slowdown);
-    if (!r.skipped.empty()) fmt::print("skipped    overlap/contention: {}\n", r.skipped);
-    fmt::print("verified   {}: {}\n", r.verified ? "yes" : "NO", r.verification);
-    if (!o->out.empty()) emit_json(j, o->out, false);
+    fmt::print("{}", moe::moe_report_text(report));
+    if (!o->out.empty()) emit_json(moe::to_json(report), o->out, false);
     return r.verified ? 0 : 1;
   });
 });

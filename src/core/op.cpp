@@ -28,6 +28,18 @@ std::string_view kind_name(OpKind k) {
 
 namespace {
 
+// (query, key) pairs of one request of `len` cached tokens and `q` queries: query i (0-based)
+// sees len - q + i + 1 keys (causal), none below zero; q = 1 sees all len.
+double mla_pairs(std::int64_t len, std::int64_t q) {
+  const double n = static_cast<double>(std::min(len, q)), L = static_cast<double>(len);
+  return n * L - n * (n - 1) / 2;
+}
+
+// Bytes of one cache row as stored.
+double mla_row_bytes(DType dt) {
+  return dt == DType::fp8 ? kMlaFp8RowBytes : kMlaDk * static_cast<double>(dtype_size(dt));
+}
+
 std::int64_t parse_int(std::string_view key, std::string_view v) {
   std::int64_t x = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
@@ -280,14 +292,18 @@ double Op::flops() const {
       return 2 * static_cast<double>(batch) * M * N * K;
     case OpKind::grouped_gemm:
       return 2 * static_cast<double>(total_rows()) * N * K;
-    case OpKind::mla_decode: {
-      // query i (0-based) of s_q sees s - s_q + i + 1 keys (causal); s_q = 1 sees all s.
-      const double S = static_cast<double>(s), Q = static_cast<double>(s_q);
-      const double pairs = Q * S - Q * (Q - 1) / 2;
-      return 2.0 * static_cast<double>(b) * static_cast<double>(h) * pairs * (kMlaDk + kMlaDv);
-    }
+    case OpKind::mla_decode:
+      return 2.0 * static_cast<double>(b) * static_cast<double>(h) * mla_pairs(s, s_q) *
+             (kMlaDk + kMlaDv);
   }
   return 0;
+}
+
+double Op::flops(std::span<const std::int32_t> seqlens) const {
+  if (kind != OpKind::mla_decode || seqlens.empty()) return flops();
+  double pairs = 0;
+  for (const auto len : seqlens) pairs += mla_pairs(len, s_q);
+  return 2.0 * static_cast<double>(h) * pairs * (kMlaDk + kMlaDv);
 }
 
 double Op::bytes() const {
@@ -298,8 +314,7 @@ double Op::bytes() const {
   }
   if (kind == OpKind::mla_decode) {
     // The cache is allocated in whole 64-token blocks, but only s rows of each are read.
-    const double row =
-        dtype == DType::fp8 ? kMlaFp8RowBytes : kMlaDk * static_cast<double>(dtype_size(dtype));
+    const double row = mla_row_bytes(dtype);
     const double alloc = static_cast<double>(b * ceil_div(s, kMlaBlock) * kMlaBlock);
     total -= (alloc - static_cast<double>(b * s)) * row;
   }
@@ -313,6 +328,14 @@ double Op::bytes() const {
     total -= pad * (in_row + out_row + scale_row);
   }
   return total;
+}
+
+double Op::bytes(std::span<const std::int32_t> seqlens) const {
+  if (kind != OpKind::mla_decode || seqlens.empty()) return bytes();
+  // bytes() reads b * s cache rows; a ragged batch reads its seqlens' rows instead.
+  double rows = 0;
+  for (const auto len : seqlens) rows += static_cast<double>(len);
+  return bytes() + (rows - static_cast<double>(b * s)) * mla_row_bytes(dtype);
 }
 
 std::int64_t TensorDesc::numel() const {

@@ -197,3 +197,39 @@ DeviceSpec host_device(const HostCeilings& c) {
 }  // namespace probe
 
 }  // namespace attain
+
+namespace attain {
+
+nlohmann::json devices_json(const std::vector<DeviceSpec>& devs) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& d : devs)
+    arr.push_back({{"id", d.id},
+                   {"name", d.name},
+                   {"vendor", d.vendor},
+                   {"kind", d.kind},
+                   {"peak_tflops", d.peak_tflops},
+                   {"mem_bandwidth_gbps", d.mem_bandwidth_gbps},
+                   {"mem_capacity_gb", d.mem_capacity_gb},
+                   {"interconnect", d.interconnect},
+                   {"interconnect_gbps", d.interconnect_gbps},
+                   {"tdp_w", d.tdp_w},
+                   {"sources", d.sources}});
+  return arr;
+}
+
+std::string devices_table(const std::vector<DeviceSpec>& devs) {
+  std::string s = fmt::format("{:<14} {:<28} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13}\n", "id", "name",
+                              "bf16 TF", "fp8 TF", "fp4 TF", "HBM GB/s", "HBM GB", "link GB/s");
+  auto tf = [](const DeviceSpec& d, const char* k) {
+    auto it = d.peak_tflops.find(k);
+    return it == d.peak_tflops.end() ? std::string("-") : fmt::format("{:.0f}", it->second);
+  };
+  for (const auto& d : devs)
+    s += fmt::format("{:<14} {:<28} {:>9} {:>9} {:>9} {:>9.0f} {:>8.0f} {:>13.0f}\n", d.id, d.name,
+                     tf(d, "bf16"), tf(d, "fp8"), tf(d, "fp4"), d.mem_bandwidth_gbps,
+                     d.mem_capacity_gb, d.interconnect_gbps);
+  s += "dense peaks; sources: attain devices --json (field 'sources')\n";
+  return s;
+}
+
+}  // namespace attain

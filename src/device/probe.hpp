@@ -88,4 +88,12 @@ nlohmann::json to_json(const HostCeilings& c);
 // Throws InputError naming the missing or malformed field.
 HostCeilings ceilings_from_json(const nlohmann::json& j);
 
+// The CUDA device's ceilings, measured on every call (no cache): {"present", "device", ...};
+// null in builds without CUDA. `progress`: a line on stderr before it measures.
+nlohmann::json probe_gpu_json(bool progress);
+// What `attain probe --json` prints: to_json(c) with the GPU's under "gpu" (unless null).
+nlohmann::json probe_json(const HostCeilings& c, const nlohmann::json& gpu);
+// What `attain probe` prints: the host's ceilings, then the GPU's (`gpu` null: none).
+std::string probe_text(const HostCeilings& c, const nlohmann::json& gpu);
+
 }  // namespace attain::probe

@@ -27,4 +27,17 @@ std::string_view transport_name(Transport t) {
   }
 }
 
+std::optional<Mode> parse_mode(std::string_view s) {
+  if (s == "normal") return Mode::normal;
+  if (s == "low-latency" || s == "ll") return Mode::low_latency;
+  return std::nullopt;
+}
+
+std::optional<Transport> parse_transport(std::string_view s) {
+  if (s == "auto") return Transport::automatic;
+  if (s == "shm") return Transport::shm;
+  if (s == "rma") return Transport::rma;
+  return std::nullopt;
+}
+
 }  // namespace attain::moe

@@ -1,5 +1,6 @@
-// `attain cluster` files as the report reads them: recognised by content, parsed with checks,
-// and a run's kept-work curve rebuilt from its timeline.
+// The files `attain report` reads, recognised by content (results, or `attain cluster` files,
+// whose format src/cluster/job_file.cpp defines), and a run's kept-work curve rebuilt from its
+// timeline.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "attain/cluster_job.hpp"
 #include "attain/files.hpp"
 #include "attain/report.hpp"
 
@@ -16,65 +18,12 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kRunSchema = "attain.cluster/1";
-constexpr const char* kSweepSchema = "attain.cluster-sweep/1";
-
-// A number at `key` of object `j`: `def` when absent or null (unless required); InputError
-// when it is something else.
-double number(const json& j, const char* key, std::string_view origin, bool required,
-              double def = 0) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (required) throw InputError(fmt::format("{}: missing number '{}'", origin, key));
-    return def;
-  }
-  if (!it->is_number()) throw InputError(fmt::format("{}: '{}' is not a number", origin, key));
-  return it->get<double>();
-}
+using cluster::kRunSchema;
+using cluster::kSweepSchema;
 
 std::string text(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-const json& object(const json& j, const char* key, std::string_view origin) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_object())
-    throw InputError(fmt::format("{}: missing object '{}'", origin, key));
-  return *it;
-}
-
-// {"mean", "ci95": [lo, hi], "n"} as attain cluster writes it (stat_json); `fallback` is the
-// mean when the file has no stats object.
-ClusterStat stat(const json* s, double fallback, std::string_view origin) {
-  ClusterStat st;
-  st.mean = st.lo = st.hi = fallback;
-  st.n = 1;
-  if (!s || !s->is_object()) return st;
-  st.mean = number(*s, "mean", origin, false, fallback);
-  st.n = static_cast<std::int64_t>(number(*s, "n", origin, false, 1));
-  st.lo = st.hi = st.mean;
-  if (auto ci = s->find("ci95"); ci != s->end() && ci->is_array() && ci->size() == 2 &&
-                                 (*ci)[0].is_number() && (*ci)[1].is_number())
-    st.lo = (*ci)[0].get<double>(), st.hi = (*ci)[1].get<double>();
-  return st;
-}
-
-const json* find_object(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? &*it : nullptr;
-}
-
-// [lo, hi] at `key`, or (v, v).
-// A fraction's interval (ETTR, goodput), kept within [0, 1]: a normal-approximation interval
-// over few runs can reach past the ends.
-std::pair<double, double> interval(const json& j, const char* key, double v) {
-  auto it = j.find(key);
-  if (it != j.end() && it->is_array() && it->size() == 2 && (*it)[0].is_number() &&
-      (*it)[1].is_number())
-    return {std::clamp((*it)[0].get<double>(), 0.0, 1.0),
-            std::clamp((*it)[1].get<double>(), 0.0, 1.0)};
-  return {v, v};
 }
 
 }  // namespace
@@ -112,144 +61,6 @@ ReportFileKind report_file_kind(const json& j, std::string_view origin) {
       "no 'schema' (one of {}) and {}",
       origin, known,
       run + sweep + results == 0 ? "none of their fields" : "the fields of more than one kind"));
-}
-
-ClusterRun cluster_run_from_json(const json& j, std::string_view origin) {
-  ClusterRun r;
-  r.command = text(j, "command"), r.created = text(j, "created");
-  if (const json* in = find_object(j, "inputs")) {
-    r.model = text(*in, "model"), r.device = text(*in, "device");
-    r.failures = text(*in, "failures");
-    r.chips = static_cast<std::int64_t>(number(*in, "chips", origin, false));
-    r.runs = static_cast<std::int64_t>(number(*in, "runs", origin, false));
-    r.seed = static_cast<std::int64_t>(number(*in, "seed", origin, false));
-    r.days = number(*in, "days", origin, false);
-    r.token_budget = number(*in, "token_budget", origin, false);
-  }
-  const json* stats = find_object(j, "stats");
-  auto from_stats = [&](const char* key, double fallback) {
-    return stat(stats ? find_object(*stats, key) : nullptr, fallback, origin);
-  };
-  r.ettr = from_stats("ettr", number(j, "ettr", origin, true));
-  r.goodput = from_stats("goodput", number(j, "goodput", origin, true));
-  r.wall_h = from_stats("wall_h", number(j, "wall_days", origin, false) * 24);
-  r.mfu = number(j, "mfu", origin, true);
-  r.mtbf_h = number(j, "mtbf_h", origin, false, NAN);
-  const json& in = object(j, "interruptions", origin);
-  r.unexpected =
-      stat(find_object(in, "unexpected_stats"), number(in, "unexpected", origin, true), origin);
-  r.planned = stat(find_object(in, "planned_stats"), number(in, "planned", origin, true), origin);
-  const json* by_stats = find_object(in, "by_cause_stats");
-  for (const auto& [cause, v] : object(in, "by_cause", origin).items()) {
-    if (!v.is_number())
-      throw InputError(
-          fmt::format("{}: interruptions.by_cause['{}'] is not a number", origin, cause));
-    r.by_cause.push_back({cause, stat(by_stats ? find_object(*by_stats, cause.c_str()) : nullptr,
-                                      v.get<double>(), origin)});
-  }
-  if (const json* pub = find_object(j, "published")) {
-    if (const json* pc = find_object(*pub, "by_cause"))
-      for (const auto& [cause, v] : pc->items())
-        if (v.is_number()) r.published[cause] = v.get<double>();
-    r.published_chips = static_cast<std::int64_t>(number(*pub, "chips", origin, false));
-    r.published_days = number(*pub, "days", origin, false);
-    r.published_planned = number(*pub, "planned", origin, false, -1);
-  }
-  if (const json* ck = find_object(j, "checkpoint")) {
-    r.checkpoint_mode = text(*ck, "mode");
-    r.interval_min = number(*ck, "interval_min", origin, false, NAN);
-    r.daly_min = number(*ck, "daly_min", origin, false, NAN);
-    r.young_min = number(*ck, "young_min", origin, false, NAN);
-    r.pause_s = number(*ck, "pause_s", origin, false);
-  }
-  if (auto tl = j.find("timeline"); tl != j.end()) {
-    if (!tl->is_array()) throw InputError(fmt::format("{}: 'timeline' is not an array", origin));
-    r.has_timeline = true;
-    for (std::size_t i = 0; i < tl->size(); ++i) {
-      const json& e = (*tl)[i];
-      const std::string where = fmt::format("{}: timeline[{}]", origin, i);
-      if (!e.is_object()) throw InputError(where + ": not an object");
-      ClusterEvent ev;
-      ev.t_h = number(e, "t_h", where, true);
-      const std::string kind = text(e, "kind");
-      if (kind != "planned" && kind != "unexpected")
-        throw InputError(fmt::format("{}: kind '{}' (known: planned, unexpected)", where, kind));
-      ev.planned = kind == "planned";
-      ev.cause = text(e, "cause");
-      ev.lost_work_min = number(e, "lost_work_min", where, false);
-      ev.down_min = number(e, "down_min", where, false);
-      if (!(ev.t_h >= 0) || ev.lost_work_min < 0 || ev.down_min < 0)
-        throw InputError(where + ": negative or non-finite time");
-      auto sp = e.find("spare_used");
-      ev.spare_used = sp != e.end() && sp->is_boolean() && sp->get<bool>();
-      r.timeline.push_back(std::move(ev));
-    }
-    std::stable_sort(r.timeline.begin(), r.timeline.end(),
-                     [](const ClusterEvent& a, const ClusterEvent& b) { return a.t_h < b.t_h; });
-    if (const json* tr = find_object(j, "timeline_run")) {
-      r.timeline_run = static_cast<std::int64_t>(number(*tr, "run", origin, false));
-      r.run_wall_h = number(*tr, "wall_h", origin, false, -1);
-      r.run_useful_h = number(*tr, "useful_h", origin, false, -1);
-      r.run_ettr = number(*tr, "ettr", origin, false, -1);
-      r.run_goodput = number(*tr, "goodput", origin, false, -1);
-      if (tr->contains("unexpected") && tr->contains("planned"))
-        r.run_events =
-            number(*tr, "unexpected", origin, false) + number(*tr, "planned", origin, false);
-    }
-  }
-  return r;
-}
-
-ClusterSweep cluster_sweep_from_json(const json& j, std::string_view origin) {
-  ClusterSweep s;
-  s.command = text(j, "command"), s.created = text(j, "created");
-  if (const json* in = find_object(j, "inputs")) {
-    s.model = text(*in, "model"), s.device = text(*in, "device");
-    s.failures = text(*in, "failures");
-    s.days = number(*in, "days", origin, false);
-    s.runs = static_cast<std::int64_t>(number(*in, "runs", origin, false));
-  }
-  auto vs = j.find("variants");
-  if (vs == j.end() || !vs->is_array() || vs->empty())
-    throw InputError(fmt::format("{}: missing array 'variants'", origin));
-  for (const auto& v : *vs) {
-    const std::string name = v.is_object() ? text(v, "name") : std::string();
-    if (name.empty()) throw InputError(fmt::format("{}: a variant without a name", origin));
-    s.variants.push_back({name, text(v, "what")});
-  }
-  auto ps = j.find("points");
-  if (ps == j.end() || !ps->is_array() || ps->empty())
-    throw InputError(fmt::format("{}: missing array 'points'", origin));
-  for (std::size_t i = 0; i < ps->size(); ++i) {
-    const json& p = (*ps)[i];
-    const std::string where = fmt::format("{}: points[{}]", origin, i);
-    if (!p.is_object()) throw InputError(where + ": not an object");
-    ClusterSweepPoint pt;
-    pt.chips = static_cast<std::int64_t>(number(p, "chips", where, true));
-    if (pt.chips <= 0) throw InputError(where + ": chips must be positive");
-    pt.mtbf_h = number(p, "mtbf_h", where, false, NAN);
-    pt.mfu = number(p, "mfu", where, false, NAN);
-    if (const json* st = find_object(p, "step")) pt.step_s = number(*st, "step_s", where, false);
-    const json& vr = object(p, "variants", where);
-    for (const auto& [name, what] : s.variants) {
-      const json* v = find_object(vr, name.c_str());
-      if (!v) throw InputError(fmt::format("{}: no figures for variant '{}'", where, name));
-      ClusterVariantPoint cv;
-      cv.ettr = number(*v, "ettr", where, true);
-      cv.goodput = number(*v, "goodput", where, true);
-      std::tie(cv.ettr_lo, cv.ettr_hi) = interval(*v, "ettr_ci95", cv.ettr);
-      std::tie(cv.goodput_lo, cv.goodput_hi) = interval(*v, "goodput_ci95", cv.goodput);
-      cv.has_ci = cv.ettr_hi > cv.ettr_lo || cv.goodput_hi > cv.goodput_lo;
-      cv.interval_min = number(*v, "interval_min", where, false, NAN);
-      cv.unexpected = number(*v, "unexpected", where, false);
-      cv.spare_nodes = static_cast<std::int64_t>(number(*v, "spare_nodes", where, false));
-      pt.variants[name] = cv;
-    }
-    s.points.push_back(std::move(pt));
-  }
-  std::stable_sort(s.points.begin(), s.points.end(),
-                   [](const auto& a, const auto& b) { return a.chips < b.chips; });
-  return s;
 }
 
 void read_report_file(const std::filesystem::path& file, const std::string& label,

@@ -1,0 +1,109 @@
+// attain compare: the speed of one results series relative to another, op by op.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "attain/report.hpp"
+
+namespace attain {
+namespace {
+
+std::string pick_backend(const ResultsFile& f, const std::string& want, const std::string& file) {
+  std::vector<std::string> names;
+  for (const auto& r : f.results)
+    if (std::find(names.begin(), names.end(), r.backend) == names.end()) names.push_back(r.backend);
+  if (!want.empty()) {
+    if (std::find(names.begin(), names.end(), want) == names.end())
+      throw InputError(fmt::format("{} has no results of backend '{}'", file, excerpt(want)));
+    return want;
+  }
+  if (names.empty()) throw InputError(fmt::format("{} holds no results", file));
+  return names.front();
+}
+
+}  // namespace
+
+Comparison compare_results(const ResultsFile& fa, const std::string& label_a, std::string backend_a,
+                           const ResultsFile* fb, const std::string& label_b,
+                           std::string backend_b) {
+  const ResultsFile& rb = fb ? *fb : fa;
+  const std::string& file_b = fb ? label_b : label_a;
+  backend_a = pick_backend(fa, backend_a, label_a);
+  if (backend_b.empty() && !fb) {
+    for (const auto& r : fa.results)
+      if (r.backend != backend_a) {
+        backend_b = r.backend;
+        break;
+      }
+    if (backend_b.empty())
+      throw InputError(fmt::format("{} holds one backend: give a second file", label_a));
+  }
+  backend_b = pick_backend(rb, backend_b, file_b);
+  std::map<std::string, const Result*> ma, mb;
+  for (const auto& r : fa.results)
+    if (r.backend == backend_a && r.status == "ok") ma[r.op.op.spec()] = &r;
+  for (const auto& r : rb.results)
+    if (r.backend == backend_b && r.status == "ok") mb[r.op.op.spec()] = &r;
+  Comparison c;
+  c.a = fmt::format("{}:{}", label_a, backend_a);
+  c.b = fmt::format("{}:{}", file_b, backend_b);
+  std::vector<double> ratio, eff_a, eff_b;
+  for (const auto& [spec, a] : ma) {
+    auto it = mb.find(spec);
+    if (it == mb.end()) continue;
+    const Result* b = it->second;
+    const double r = b->median_s / a->median_s;  // speed of A relative to B
+    ratio.push_back(r), eff_a.push_back(a->efficiency), eff_b.push_back(b->efficiency);
+    (r > 1 ? c.wins_a : c.wins_b) += (r == 1 ? 0 : 1);
+    c.rows.push_back({spec, a->median_s, b->median_s, r, a->efficiency, b->efficiency});
+  }
+  if (ratio.empty())
+    throw InputError(fmt::format("no op ran successfully in both {} and {}", c.a, c.b));
+  c.speed = aggregate(ratio);
+  c.efficiency_a_geomean = aggregate(eff_a).geomean;
+  c.efficiency_b_geomean = aggregate(eff_b).geomean;
+  return c;
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows)
+    rows.push_back({{"spec", r.spec},
+                    {"a_s", r.a_s},
+                    {"b_s", r.b_s},
+                    {"speed_a_over_b", r.speed_a_over_b},
+                    {"efficiency_a", r.efficiency_a},
+                    {"efficiency_b", r.efficiency_b}});
+  const Aggregate& ag = c.speed;
+  return {{"a", c.a},
+          {"b", c.b},
+          {"ops", c.rows.size()},
+          {"speed_a_over_b",
+           {{"geomean", ag.geomean}, {"median", ag.median}, {"q1", ag.q1}, {"q3", ag.q3}}},
+          {"wins_a", c.wins_a},
+          {"wins_b", c.wins_b},
+          {"efficiency_a_geomean", c.efficiency_a_geomean},
+          {"efficiency_b_geomean", c.efficiency_b_geomean},
+          {"rows", rows}};
+}
+
+std::string comparison_text(const Comparison& c) {
+  std::string s = fmt::format("{:<60} {:>12} {:>12} {:>9} {:>7} {:>7}\n", "op", "A time", "B time",
+                              "A/B", "eff A", "eff B");
+  for (const auto& r : c.rows)
+    s += fmt::format("{:<60} {:>10.3f}ms {:>10.3f}ms {:>8.2f}x {:>7.3f} {:>7.3f}\n",
+                     r.spec.substr(0, 60), r.a_s * 1e3, r.b_s * 1e3, r.speed_a_over_b,
+                     r.efficiency_a, r.efficiency_b);
+  const Aggregate& ag = c.speed;
+  s += fmt::format("\nA = {}\nB = {}\n", c.a, c.b);
+  s += fmt::format(
+      "{} ops in common: A runs at {:.1f}% of B's speed (geomean; median {:.1f}%, quartiles "
+      "{:.1f}%..{:.1f}%)\n",
+      c.rows.size(), 100 * ag.geomean, 100 * ag.median, 100 * ag.q1, 100 * ag.q3);
+  s += fmt::format("wins: A {}, B {}; geomean efficiency: A {:.3f}, B {:.3f}\n", c.wins_a, c.wins_b,
+                   c.efficiency_a_geomean, c.efficiency_b_geomean);
+  return s;
+}
+
+}  // namespace attain
