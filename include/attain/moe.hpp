@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attain/bench.hpp"
@@ -132,6 +133,9 @@ struct ExpertRows {
     return dtype == Payload::fp8 ? (hidden + kFp8Block - 1) / kFp8Block : 0;
   }
   std::int64_t total_rows() const;  // contiguous: offsets[L]; masked: local_experts * capacity
+  // The rows [first, last) of local expert g that hold data: its group (contiguous, alignment
+  // padding included) or its first counts[g] rows (masked).
+  std::pair<std::int64_t, std::int64_t> group_rows(int g) const;
 };
 
 // Owned storage for ExpertRows plus a bf16 output of the same row indexing (tests, checks).

@@ -93,14 +93,7 @@ std::string check_dispatch(const MoeBenchConfig& c, const ExpertComm& comm, cons
   }
   std::set<std::tuple<int, int, int>> seen;
   for (int g = 0; g < L; ++g) {
-    std::int64_t r0, r1;
-    if (rows.layout == GroupedLayout::contiguous) {
-      r0 = rows.offsets[g];
-      r1 = rows.offsets[g + 1];
-    } else {
-      r0 = g * rows.capacity;
-      r1 = r0 + rows.counts[g];
-    }
+    const auto [r0, r1] = rows.group_rows(g);
     for (std::int64_t row = r0; row < r1; ++row) {
       const RowOrigin o = st.origin[idx(row)];
       if (o.rank < 0) continue;  // alignment padding

@@ -245,6 +245,11 @@ std::int64_t ExpertRows::total_rows() const {
   return layout == GroupedLayout::contiguous ? offsets[local_experts] : local_experts * capacity;
 }
 
+std::pair<std::int64_t, std::int64_t> ExpertRows::group_rows(int g) const {
+  if (layout == GroupedLayout::contiguous) return {offsets[g], offsets[g + 1]};
+  return {g * capacity, g * capacity + counts[g]};
+}
+
 RowBuffer::RowBuffer(GroupedLayout layout, Payload dt, int local_experts, std::int64_t hidden,
                      std::int64_t capacity) {
   view_.layout = layout;
@@ -278,14 +283,7 @@ double row_value(const ExpertRows& in, std::int64_t row, std::int64_t j) {
 void apply_scale_experts(const ExpertRows& in, int first_expert, std::span<const float> scale,
                          std::uint16_t* y) {
   for (int g = 0; g < in.local_experts; ++g) {
-    std::int64_t r0, r1;
-    if (in.layout == GroupedLayout::contiguous) {
-      r0 = in.offsets[g];
-      r1 = in.offsets[g + 1];
-    } else {
-      r0 = g * in.capacity;
-      r1 = r0 + in.counts[g];
-    }
+    const auto [r0, r1] = in.group_rows(g);
     const double s = scale[idx(first_expert + g)];
     for (std::int64_t r = r0; r < r1; ++r)
       for (std::int64_t j = 0; j < in.hidden; ++j)
