@@ -231,7 +231,7 @@ TEST(Import, ColumnsAnyOrderTimesAndTflops) {
   const DeviceSpec d = test_device();
   const std::string csv =
       "# measured elsewhere\n"
-      "Model,tflops,dtype,K,n,m,time_us,layer,extra\n"
+      "Model,tflops,dtype,K,n,m,time_us,layer,notes\n"
       "dsv3,,bf16,4096,4096,4096,274.877906944,mlp.up,z\n"
       "\n"
       "dsv3,1.5,bf16,4096,4096,1,,attn.q,z\n"
@@ -239,7 +239,7 @@ TEST(Import, ColumnsAnyOrderTimesAndTflops) {
   const ImportOutcome o = import_csv(csv, d, {"amd", "t.csv"});
   EXPECT_TRUE(o.skipped.empty()) << o.skipped[0].message;
   ASSERT_EQ(o.file.results.size(), 3u);
-  EXPECT_EQ(o.ignored_columns, std::vector<std::string>{"extra"});
+  EXPECT_EQ(o.ignored_columns, std::vector<std::string>{"notes"});
   EXPECT_EQ(o.file.machine.device, "testchip");
   EXPECT_DOUBLE_EQ(o.file.machine.roofline.peak_tflops, 1000);
   // Row 1: 2*4096^3 FLOPs in 274.877906944 us = 500 TFLOP/s; compute-bound -> attainable 1000.
@@ -264,15 +264,15 @@ TEST(Import, ColumnsAnyOrderTimesAndTflops) {
 TEST(Import, MalformedRowsReportedWithLineNumbers) {
   const DeviceSpec d = test_device();
   const std::string csv =
-      "m,n,k,dtype,time_us\n"      // line 1
-      "8,4096,7168,bf16,20\n"      // 2 ok
-      "x,4096,7168,bf16,20\n"      // 3 bad m
-      "8,4096,7168,bf16\n"         // 4 too few fields
-      "8,4096,7168,fp32,20\n"      // 5 device lists no fp32
-      "8,4096,7168,int4,20\n"      // 6 unknown dtype
-      "8,4096,7168,bf16,-3\n"      // 7 negative time
-      "8,4096,7168,bf16,\n"        // 8 no time
-      "8,4096,7168,bf16,0.001\n";  // 9 ok but above the roofline: warning
+      "m,n,k,dtype,time_us\n"       // line 1
+      "8,4096,7168,bf16,20\n"       // 2 ok
+      "x,4096,7168,bf16,20\n"       // 3 bad m
+      "8,4096,7168,bf16\n"          // 4 too few fields
+      "8,4096,7168,fp32,20\n"       // 5 device lists no fp32
+      "8,4096,7168,int4,20\n"       // 6 unknown dtype
+      "8,4096,7168,bf16,-3\n"       // 7 negative time
+      "8,4096,7168,bf16,\n"         // 8 no time
+      "16,4096,7168,bf16,0.001\n";  // 9 ok but above the roofline: warning
   const ImportOutcome o = import_csv(csv, d, {"imported", "bad.csv"});
   ASSERT_EQ(o.file.results.size(), 2u);
   ASSERT_EQ(o.skipped.size(), 6u);
@@ -287,16 +287,22 @@ TEST(Import, MalformedRowsReportedWithLineNumbers) {
   EXPECT_EQ(o.warnings[0].line, 9u);
 }
 
+namespace {
+
+// The error importing `csv` against the test device gives ("no error" when it imports).
+std::string import_error(const std::string& csv) {
+  try {
+    import_csv(csv, test_device(), {"imported", "f.csv"});
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return "no error";
+}
+
+}  // namespace
+
 TEST(Import, ClearErrors) {
-  const DeviceSpec d = test_device();
-  auto msg = [&](const std::string& csv) {
-    try {
-      import_csv(csv, d, {"imported", "f.csv"});
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto msg = import_error;
   EXPECT_NE(msg("").find("empty"), std::string::npos);
   EXPECT_NE(msg("\n# only a comment\n\n").find("empty"), std::string::npos);
   EXPECT_NE(msg("m,n,k,dtype,time_us\n").find("no data rows"), std::string::npos);
@@ -322,6 +328,73 @@ TEST(Import, GroupedGemm) {
             Op::parse("grouped_gemm:groups=8,m=32,n=4096,k=7168,dtype=fp8").spec());
   ASSERT_EQ(o.skipped.size(), 1u);
   EXPECT_EQ(o.skipped[0].line, 3u);
+}
+
+// What `attain catalog --csv` writes comes back as the same ops: every kind and spec field.
+TEST(Import, BySpecEveryKind) {
+  DeviceSpec d = test_device();
+  d.peak_tflops["fp32"] = 100, d.peak_tflops["fp16"] = 1000;
+  std::vector<CatalogOp> ops;
+  for (const char* s :
+       {"gemm:m=3,n=17,k=33,dtype=fp32", "batched_gemm:batch=2,m=4,n=8,k=16,dtype=fp16",
+        "grouped_gemm:groups=4,m=5,n=17,k=33,dtype=bf16,skew=1.5,layout=masked",
+        "grouped_gemm:groups=3,m=2,n=8,k=256,dtype=fp8",
+        "mla_decode:b=2,s=300,h=16,dtype=fp8,s_q=2", "mla_decode:b=1,s=64,h=128,dtype=bf16"})
+    ops.push_back({Op::parse(s), {"m1", "layer, with a comma", "decode", 4, 0, 2}});
+  std::string csv = catalog_csv(ops);
+  // Fill in the time_us column (the last field of each row).
+  std::string filled;
+  std::size_t line = 0, pos = 0;
+  while (pos < csv.size()) {
+    const std::size_t nl = csv.find('\n', pos);
+    filled += csv.substr(pos, nl - pos) + (line++ ? "12.5" : "") + "\n";
+    pos = nl + 1;
+  }
+  const ImportOutcome o = import_csv(filled, d, {"elsewhere", "c.csv"});
+  ASSERT_TRUE(o.skipped.empty()) << o.skipped[0].message;
+  ASSERT_EQ(o.file.results.size(), ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(o.file.results[i].op.op.spec(), ops[i].op.spec());
+    EXPECT_EQ(o.file.results[i].op.prov.layer, "layer, with a comma");
+    EXPECT_EQ(o.file.results[i].op.prov.count, 2);
+    EXPECT_NEAR(o.file.results[i].median_s, 12.5e-6, 1e-18);
+  }
+  EXPECT_EQ(o.ignored_columns,
+            (std::vector<std::string>{"flops", "bytes", "kind (the spec column gives the op)"}));
+  // The shape columns name an MLA op too.
+  const ImportOutcome m =
+      import_csv("kind,b,s,h,s_q,dtype,time_us\nmla_decode,2,300,16,2,fp8,40\n", d, {});
+  ASSERT_EQ(m.file.results.size(), 1u) << m.skipped[0].message;
+  EXPECT_EQ(m.file.results[0].op.op.spec(),
+            Op::parse("mla_decode:b=2,s=300,h=16,dtype=fp8,s_q=2").spec());
+  const ImportOutcome g = import_csv(
+      "kind,groups,m,n,k,layout,skew,dtype,time_us\ngrouped_gemm,4,5,17,33,masked,1.5,bf16,9\n", d,
+      {});
+  ASSERT_EQ(g.file.results.size(), 1u) << g.skipped[0].message;
+  EXPECT_EQ(g.file.results[0].op.op.spec(), ops[2].op.spec());
+}
+
+TEST(Import, RefusesUnknownColumnsDuplicatesAndDisagreement) {
+  const DeviceSpec d = test_device();
+  const auto msg = import_error;
+  const std::string unknown = msg("m,n,k,dtype,time_us,lyaer,extra\n1,2,3,bf16,4,x,y\n");
+  EXPECT_NE(unknown.find("unknown column(s): lyaer, extra"), std::string::npos) << unknown;
+  const std::string dup =
+      msg("spec,time_us\n\"gemm:m=1,n=2,k=3,dtype=bf16\",4\n\"gemm:m=1,n=2,k=3,dtype=bf16\",5\n");
+  EXPECT_NE(dup.find("line 3 repeats the op of line 2"), std::string::npos) << dup;
+  EXPECT_NE(msg("time_us\n4\n").find("needed: spec, or m, n, k"), std::string::npos);
+  EXPECT_NE(msg("b,s,dtype,time_us\n1,2,bf16,3\n").find("missing required column(s): h"),
+            std::string::npos);
+  // A row whose dtype column disagrees with its spec, a bad spec, a NaN time: skipped, said why.
+  const ImportOutcome o = import_csv(
+      "spec,dtype,time_us\n\"gemm:m=1,n=2,k=3,dtype=bf16\",fp8,4\n\"gemm:m=0,n=2,k=3,dtype=bf16\",,"
+      "4\n"
+      "\"gemm:m=2,n=2,k=3,dtype=bf16\",,nan\n\"gemm:m=3,n=2,k=3,dtype=bf16\",,2\n",
+      d, {"imported", "f.csv"});
+  ASSERT_EQ(o.skipped.size(), 3u);
+  EXPECT_NE(o.skipped[0].message.find("differs from the spec"), std::string::npos);
+  EXPECT_NE(o.skipped[2].message.find("time_us 'nan'"), std::string::npos) << o.skipped[2].message;
+  EXPECT_EQ(o.file.results.size(), 1u);
 }
 
 TEST(Project, ArithmeticByHand) {

@@ -72,5 +72,8 @@ nlohmann::json catalog_json(const std::vector<CatalogOp>& ops);  // an array of 
 nlohmann::json catalog_summary_json(const std::vector<CatalogOp>& ops);
 std::string catalog_summary_text(const std::vector<CatalogOp>& ops);
 std::string catalog_table_text(const std::vector<CatalogOp>& ops);
+// The op list as CSV to run elsewhere and bring back with `attain import`: spec (quoted),
+// kind, dtype, provenance, FLOPs and bytes, and an empty time_us column to fill in.
+std::string catalog_csv(const std::vector<CatalogOp>& ops);
 
 }  // namespace attain

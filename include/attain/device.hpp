@@ -25,8 +25,10 @@ struct DeviceSpec {
   double peak(DType dt) const;                 // 0 if the device does not list it
 };
 
-std::vector<DeviceSpec> load_devices();       // every file in data/devices
-DeviceSpec load_device(std::string_view id);  // throws InputError (lists known ids)
+std::vector<DeviceSpec> load_devices();  // every file in data/devices
+// A listed id, "host", or the path of a device file (containing '/' or ending in .json).
+// Throws InputError (listing the known ids, or naming the file's bad field).
+DeviceSpec load_device(std::string_view id);
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin);
 // The database as `attain devices` lists it: one JSON object per device, and a table of the
 // dense peaks, bandwidth, capacity and link.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,7 @@ enum class OpKind : std::uint8_t { gemm, batched_gemm, grouped_gemm, mla_decode 
 enum class GroupedLayout : std::uint8_t { contiguous, masked };
 
 std::string_view kind_name(OpKind k);
+std::optional<OpKind> parse_kind(std::string_view name);  // the names kind_name() gives
 
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;  // any single dimension
 // Groups of a grouped GEMM (experts): 384 is the most a bundled model routes to; the bound keeps

@@ -183,12 +183,20 @@ struct ComparisonRow {
   std::string spec;
   double a_s = 0, b_s = 0, speed_a_over_b = 0, efficiency_a = 0, efficiency_b = 0;
 };
+struct ComparisonGroup {
+  Aggregate speed;                       // of speed_a_over_b over the group's matched ops
+  Aggregate efficiency_a, efficiency_b;  // the same ops' efficiencies (0s: no ceiling known)
+};
 struct Comparison {
   std::string a, b;                 // "file:backend"
   std::vector<ComparisonRow> rows;  // by spec
   Aggregate speed;                  // of speed_a_over_b
   std::size_t wins_a = 0, wins_b = 0;
   double efficiency_a_geomean = 0, efficiency_b_geomean = 0;
+  // "dtype=bf16", "kind=gemm", "phase=decode" -> the same figures over that group
+  std::map<std::string, ComparisonGroup> by;
+  // Ops that ran ok on one side only, by spec (the other lacks them or did not run them ok).
+  std::vector<std::string> only_a, only_b;
 };
 // `backend_a` / `backend_b` empty: the first backend of A's file, and the first of B's (or,
 // with one file, its second). InputError when a backend is missing or no op ran ok in both.

@@ -92,4 +92,26 @@ std::string catalog_table_text(const std::vector<CatalogOp>& ops) {
   return s;
 }
 
+namespace {
+
+// A CSV field: quoted when it holds a comma, a quote or a line break (quotes doubled).
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string catalog_csv(const std::vector<CatalogOp>& ops) {
+  std::string s = "spec,kind,dtype,model,layer,phase,tokens,context,count,flops,bytes,time_us\n";
+  for (const auto& e : ops)
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},\n", csv_field(e.op.spec()),
+                     kind_name(e.op.kind), dtype_name(e.op.dtype), csv_field(e.prov.model),
+                     csv_field(e.prov.layer), csv_field(e.prov.phase), e.prov.tokens,
+                     e.prov.context, e.prov.count, e.op.flops(), e.op.bytes());
+  return s;
+}
+
 }  // namespace attain

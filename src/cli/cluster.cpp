@@ -73,7 +73,8 @@ const bool registered = add_command([](CLI::App& app) {
                                  "Simulate one training job on thousands of chips: step time, "
                                  "failures, checkpoints, ETTR and goodput");
   // What runs
-  sub->add_option("--device", q->device, "device id from the database (default h100-sxm)");
+  sub->add_option("--device", q->device,
+                  "device id (attain devices) or a device file's path (default h100-sxm)");
   sub->add_option("--dtype", q->dtype, "training dtype for the compute peak (default bf16)");
   sub->add_option("--peak-tflops", q->peak_tflops, "override the device's dense peak at --dtype");
   sub->add_option("--mem-gbps", q->mem_gbps, "override the device's memory bandwidth (GB/s)");

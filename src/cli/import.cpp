@@ -19,10 +19,13 @@ const bool registered = add_command([](CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("import",
-                                 "Turn timings measured elsewhere (CSV: "
-                                 "m,n,k,dtype,time_us|tflops) into a results file for a device");
-  sub->add_option("file", o->file, "FILE.csv with a header row (any column order)")->required();
-  sub->add_option("--device", o->device, "device id from the database (attain devices)")
+                                 "Turn timings measured elsewhere (CSV: spec or "
+                                 "m,n,k,dtype; time_us|tflops) into a results file for a device");
+  sub->add_option("file", o->file,
+                  "FILE.csv with a header row, any column order (attain catalog --csv writes one "
+                  "to fill in)")
+      ->required();
+  sub->add_option("--device", o->device, "device id (attain devices) or a device file's path")
       ->required();
   sub->add_option("-o,--out", o->out, "the results file to write");
   sub->add_option("--backend", o->backend, "backend name given to the imported rows")

@@ -19,7 +19,7 @@ const bool registered = add_command([](CLI::App& app) {
   auto* sub = app.add_subcommand("project",
                                  "PROJECT a suite onto a listed device: time = flops / (attainable "
                                  "x efficiency); not a measurement");
-  sub->add_option("--device", o->device, "device id from the database (attain devices)")
+  sub->add_option("--device", o->device, "device id (attain devices) or a device file's path")
       ->required();
   auto* e = sub->add_option(
       "--efficiency", o->efficiency,

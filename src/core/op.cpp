@@ -26,6 +26,12 @@ std::string_view kind_name(OpKind k) {
   return "?";
 }
 
+std::optional<OpKind> parse_kind(std::string_view name) {
+  for (OpKind k : {OpKind::gemm, OpKind::batched_gemm, OpKind::grouped_gemm, OpKind::mla_decode})
+    if (kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
 namespace {
 
 // (query, key) pairs of one request of `len` cached tokens and `q` queries: query i (0-based)
@@ -150,14 +156,8 @@ Op Op::parse(std::string_view spec) {
                     excerpt(spec)));
   const auto kind_s = spec.substr(0, colon);
   Op op;
-  if (kind_s == "gemm")
-    op.kind = OpKind::gemm;
-  else if (kind_s == "batched_gemm")
-    op.kind = OpKind::batched_gemm;
-  else if (kind_s == "grouped_gemm")
-    op.kind = OpKind::grouped_gemm;
-  else if (kind_s == "mla_decode")
-    op.kind = OpKind::mla_decode;
+  if (const auto k = parse_kind(kind_s))
+    op.kind = *k;
   else
     throw InputError(
         fmt::format("unknown op kind '{}' (known: gemm, batched_gemm, grouped_gemm, mla_decode)",

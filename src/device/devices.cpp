@@ -160,6 +160,12 @@ std::vector<DeviceSpec> load_devices() {
 
 DeviceSpec load_device(std::string_view id) {
   if (id == "host") return probe::host_device(probe_host());
+  // A path (a '/' or a .json ending): the user's own device file, in the database's schema.
+  if (id.find('/') != std::string_view::npos ||
+      (id.size() > 5 && id.substr(id.size() - 5) == ".json")) {
+    const std::filesystem::path p{std::string(id)};
+    return parse_device(read_input_file(p, kMaxConfigBytes, "device file"), p.string());
+  }
   std::string known = "host";
   for (const auto& p : device_files()) {
     if (p.stem().string() == id) {
@@ -170,7 +176,8 @@ DeviceSpec load_device(std::string_view id) {
     }
     known += ", " + p.stem().string();
   }
-  throw InputError(fmt::format("unknown device '{}' (known: {})", id, known));
+  throw InputError(
+      fmt::format("unknown device '{}' (known: {}; or a device file's path)", excerpt(id), known));
 }
 
 namespace probe {

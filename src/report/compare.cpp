@@ -49,15 +49,35 @@ Comparison compare_results(const ResultsFile& fa, const std::string& label_a, st
   c.a = fmt::format("{}:{}", label_a, backend_a);
   c.b = fmt::format("{}:{}", file_b, backend_b);
   std::vector<double> ratio, eff_a, eff_b;
+  struct Values {
+    std::vector<double> speed, eff_a, eff_b;
+  };
+  std::map<std::string, Values> groups;
   for (const auto& [spec, a] : ma) {
     auto it = mb.find(spec);
-    if (it == mb.end()) continue;
+    if (it == mb.end()) {
+      c.only_a.push_back(spec);
+      continue;
+    }
     const Result* b = it->second;
     const double r = b->median_s / a->median_s;  // speed of A relative to B
     ratio.push_back(r), eff_a.push_back(a->efficiency), eff_b.push_back(b->efficiency);
     (r > 1 ? c.wins_a : c.wins_b) += (r == 1 ? 0 : 1);
     c.rows.push_back({spec, a->median_s, b->median_s, r, a->efficiency, b->efficiency});
+    // Groups by the op's dtype and kind, and by the phase either side records.
+    const std::string phase = a->op.prov.phase.empty() ? b->op.prov.phase : a->op.prov.phase;
+    for (const std::string& g : {"dtype=" + std::string(dtype_name(a->op.op.dtype)),
+                                 "kind=" + std::string(kind_name(a->op.op.kind)),
+                                 phase.empty() ? std::string() : "phase=" + phase}) {
+      if (g.empty()) continue;
+      Values& v = groups[g];
+      v.speed.push_back(r), v.eff_a.push_back(a->efficiency), v.eff_b.push_back(b->efficiency);
+    }
   }
+  for (const auto& [spec, b] : mb)
+    if (!ma.count(spec)) c.only_b.push_back(spec);
+  for (auto& [g, v] : groups)
+    c.by[g] = {aggregate(v.speed), aggregate(v.eff_a), aggregate(v.eff_b)};
   if (ratio.empty())
     throw InputError(fmt::format("no op ran successfully in both {} and {}", c.a, c.b));
   c.speed = aggregate(ratio);
@@ -75,6 +95,12 @@ nlohmann::json to_json(const Comparison& c) {
                     {"speed_a_over_b", r.speed_a_over_b},
                     {"efficiency_a", r.efficiency_a},
                     {"efficiency_b", r.efficiency_b}});
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [g, v] : c.by)
+    by[g] = {{"ops", v.speed.count},
+             {"speed_a_over_b", to_json(v.speed)},
+             {"efficiency_a_geomean", v.efficiency_a.geomean},
+             {"efficiency_b_geomean", v.efficiency_b.geomean}};
   const Aggregate& ag = c.speed;
   return {{"a", c.a},
           {"b", c.b},
@@ -85,6 +111,9 @@ nlohmann::json to_json(const Comparison& c) {
           {"wins_b", c.wins_b},
           {"efficiency_a_geomean", c.efficiency_a_geomean},
           {"efficiency_b_geomean", c.efficiency_b_geomean},
+          {"by", by},
+          {"only_a", c.only_a},
+          {"only_b", c.only_b},
           {"rows", rows}};
 }
 
@@ -103,6 +132,24 @@ std::string comparison_text(const Comparison& c) {
       c.rows.size(), 100 * ag.geomean, 100 * ag.median, 100 * ag.q1, 100 * ag.q3);
   s += fmt::format("wins: A {}, B {}; geomean efficiency: A {:.3f}, B {:.3f}\n", c.wins_a, c.wins_b,
                    c.efficiency_a_geomean, c.efficiency_b_geomean);
+  s += fmt::format("\n{:<22} {:>5} {:>10} {:>8} {:>8}\n", "group", "ops", "A vs B", "eff A",
+                   "eff B");
+  auto eff = [](const Aggregate& a) {
+    return a.count ? fmt::format("{:.1f}%", 100 * a.geomean) : std::string("-");
+  };
+  for (const auto& [g, v] : c.by)
+    s += fmt::format("{:<22} {:>5} {:>9.1f}% {:>8} {:>8}\n", g, v.speed.count,
+                     100 * v.speed.geomean, eff(v.efficiency_a), eff(v.efficiency_b));
+  auto unmatched = [&](const std::vector<std::string>& specs, const char* side) {
+    if (specs.empty()) return;
+    s += fmt::format("\n{} op(s) ran only in {}:", specs.size(), side);
+    for (std::size_t i = 0; i < specs.size() && i < 10; ++i) s += "\n  " + specs[i];
+    if (specs.size() > 10)
+      s += fmt::format("\n  ... and {} more (--json lists them)", specs.size() - 10);
+    s += "\n";
+  };
+  unmatched(c.only_a, "A");
+  unmatched(c.only_b, "B");
   return s;
 }
 

@@ -1,4 +1,5 @@
-// CSV timings measured elsewhere -> a results file judged against a listed device's roofline.
+// CSV timings measured elsewhere -> a results file judged against a device's roofline. An op is
+// named by its spec (what `attain catalog --csv` writes) or by its shape columns.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "attain/report.hpp"
 
@@ -62,12 +64,72 @@ std::int64_t to_int(const std::string& s, const char* col) {
   return v;
 }
 
+std::int64_t to_count(const std::string& s, const char* col) {  // 0 allowed
+  return s == "0" ? 0 : to_int(s, col);
+}
+
 double to_positive(const std::string& s, const char* col) {
   double v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !(v > 0) || !std::isfinite(v))
     throw InputError(fmt::format("{} '{}' is not a positive number", col, s));
   return v;
+}
+
+// The op of a `spec` field; a dtype column, where given, must agree with it.
+Op op_of_spec(const std::string& spec, const std::string& dtype) {
+  Op op = Op::parse(spec);
+  if (!dtype.empty()) {
+    const auto dt = parse_dtype(lower(dtype));
+    if (!dt || *dt != op.dtype)
+      throw InputError(fmt::format("dtype '{}' differs from the spec's ({})", excerpt(dtype),
+                                   dtype_name(op.dtype)));
+  }
+  return op;
+}
+
+// The op of the shape columns: kind (default gemm), m, n, k, dtype, groups, batch, layout,
+// skew; mla_decode: b, s, h, s_q.
+template <class Get>
+Op op_of_columns(Get&& get) {
+  Op op;
+  const std::string kind = lower(get("kind"));
+  if (const auto k = parse_kind(kind.empty() ? "gemm" : kind))
+    op.kind = *k;
+  else
+    throw InputError(fmt::format("kind '{}' (known: gemm, grouped_gemm, batched_gemm, mla_decode)",
+                                 excerpt(get("kind"))));
+  const auto dt = parse_dtype(lower(get("dtype")));
+  if (!dt)
+    throw InputError(
+        fmt::format("dtype '{}' (known: fp32, bf16, fp16, fp8)", excerpt(get("dtype"))));
+  op.dtype = *dt;
+  if (op.kind == OpKind::mla_decode) {
+    op.b = to_int(get("b"), "b"), op.s = to_int(get("s"), "s"), op.h = to_int(get("h"), "h");
+    if (!get("s_q").empty()) op.s_q = to_int(get("s_q"), "s_q");
+  } else {
+    op.m = to_int(get("m"), "m"), op.n = to_int(get("n"), "n"), op.k = to_int(get("k"), "k");
+  }
+  if (op.kind == OpKind::grouped_gemm) {
+    op.groups = to_int(get("groups"), "groups");
+    const std::string layout = lower(get("layout"));
+    if (layout == "masked")
+      op.layout = GroupedLayout::masked;
+    else if (!layout.empty() && layout != "contiguous")
+      throw InputError(
+          fmt::format("layout '{}' (known: contiguous, masked)", excerpt(get("layout"))));
+    if (!get("skew").empty()) {
+      const std::string sk = get("skew");
+      double v = -1;
+      const auto [p, ec] = std::from_chars(sk.data(), sk.data() + sk.size(), v);
+      if (ec != std::errc() || p != sk.data() + sk.size() || !(v >= 0))
+        throw InputError(fmt::format("skew '{}' is not a number of 0 or more", excerpt(sk)));
+      op.skew = v;
+    }
+  }
+  if (op.kind == OpKind::batched_gemm) op.batch = to_int(get("batch"), "batch");
+  op.validate();
+  return op;
 }
 
 }  // namespace
@@ -99,35 +161,66 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: line {}: header: {}", origin, lines[0].first, e.what()));
   }
-  static const char* const known[] = {"m",      "n",     "k",      "dtype", "time_us",
-                                      "tflops", "layer", "model",  "phase", "tokens",
-                                      "count",  "kind",  "groups", "batch"};
+  // Columns read; columns known and left alone (the catalog CSV's derived figures, notes);
+  // anything else is refused, so that a misspelt column cannot silently change an op.
+  static const std::set<std::string> used = {
+      "spec",   "m",     "n",      "k",       "dtype", "time_us", "tflops", "layer",
+      "model",  "phase", "tokens", "context", "count", "kind",    "groups", "batch",
+      "layout", "skew",  "b",      "s",       "h",     "s_q"};
+  static const std::set<std::string> ignored = {"flops", "bytes", "notes"};
+  static const std::set<std::string> shape = {"m",      "n",    "k", "kind", "groups", "batch",
+                                              "layout", "skew", "b", "s",    "h",      "s_q"};
+  std::vector<std::string> unknown;
   for (std::size_t i = 0; i < header.size(); ++i) {
     const std::string h = lower(header[i]);
-    if (std::find(std::begin(known), std::end(known), h) == std::end(known)) {
+    if (ignored.count(h)) {
       out.ignored_columns.push_back(header[i]);
+      continue;
+    }
+    if (!used.count(h)) {
+      unknown.push_back(header[i]);
       continue;
     }
     if (!col.emplace(h, i).second)
       throw InputError(
           fmt::format("{}: line {}: column '{}' appears twice", origin, lines[0].first, h));
   }
+  auto join = [](const auto& names) {
+    std::string out_s;
+    for (const auto& n : names) out_s += (out_s.empty() ? "" : ", ") + std::string(n);
+    return out_s;
+  };
+  if (!unknown.empty())
+    throw InputError(fmt::format("{}: line {}: unknown column(s): {} (known: {}; ignored: {})",
+                                 origin, lines[0].first, excerpt(join(unknown)), join(used),
+                                 join(ignored)));
+  const bool by_spec = col.count("spec") > 0;
+  // With a spec column the op comes from it; shape columns are then only checked for agreement
+  // where they name the dtype, and otherwise left alone (said once).
+  if (by_spec)
+    for (const auto& c : shape)
+      if (col.count(c)) out.ignored_columns.push_back(c + " (the spec column gives the op)");
   std::vector<std::string> missing;
-  for (const char* c : {"m", "n", "k", "dtype"})
-    if (!col.count(c)) missing.push_back(c);
+  if (!by_spec) {
+    const bool mla = (col.count("b") || col.count("s") || col.count("h")) && !col.count("m");
+    for (const char* c : mla ? std::vector<const char*>{"b", "s", "h", "dtype"}
+                             : std::vector<const char*>{"m", "n", "k", "dtype"})
+      if (!col.count(c)) missing.push_back(c);
+  }
   if (!col.count("time_us") && !col.count("tflops")) missing.push_back("time_us or tflops");
   if (!missing.empty()) {
-    std::string have, miss;
+    std::string have;
     for (const auto& h : header) have += (have.empty() ? "" : ", ") + h;
-    for (const auto& c : missing) miss += (miss.empty() ? "" : ", ") + c;
     throw InputError(fmt::format(
-        "{}: line {}: missing required column(s): {} (header: {}; needed: m, n, k, dtype "
-        "and time_us or tflops)",
-        origin, lines[0].first, miss, have));
+        "{}: line {}: missing required column(s): {} (header: {}; needed: spec, or m, n, k and "
+        "dtype (mla_decode: b, s, h and dtype); and time_us or tflops)",
+        origin, lines[0].first, join(missing), have));
   }
   if (lines.size() == 1) throw InputError(fmt::format("{}: a header row but no data rows", origin));
 
   std::map<DType, std::size_t> dtype_rows;
+  std::map<std::string, std::size_t> first_line;  // spec -> the line that gave it first
+  std::vector<std::string> duplicates;
   for (std::size_t li = 1; li < lines.size(); ++li) {
     const auto& [line_no, line] = lines[li];
     try {
@@ -138,25 +231,8 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
         auto it = col.find(c);
         return it == col.end() ? std::string() : f[it->second];
       };
-      Op op;
-      const std::string kind = lower(get("kind"));
-      if (kind.empty() || kind == "gemm")
-        op.kind = OpKind::gemm;
-      else if (kind == "grouped_gemm")
-        op.kind = OpKind::grouped_gemm;
-      else if (kind == "batched_gemm")
-        op.kind = OpKind::batched_gemm;
-      else
-        throw InputError(
-            fmt::format("kind '{}' (known: gemm, grouped_gemm, batched_gemm)", get("kind")));
-      op.m = to_int(get("m"), "m"), op.n = to_int(get("n"), "n"), op.k = to_int(get("k"), "k");
-      const auto dt = parse_dtype(lower(get("dtype")));
-      if (!dt)
-        throw InputError(fmt::format("dtype '{}' (known: fp32, bf16, fp16, fp8)", get("dtype")));
-      op.dtype = *dt;
-      if (op.kind == OpKind::grouped_gemm) op.groups = to_int(get("groups"), "groups");
-      if (op.kind == OpKind::batched_gemm) op.batch = to_int(get("batch"), "batch");
-      op.validate();
+      const Op op = by_spec && !get("spec").empty() ? op_of_spec(get("spec"), get("dtype"))
+                                                    : op_of_columns(get);
       const Roofline roof =
           device_roofline(dev, op.dtype);  // throws when the device lacks the dtype
 
@@ -164,7 +240,8 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
       r.op.op = op;
       r.op.prov.model = get("model"), r.op.prov.layer = get("layer"),
       r.op.prov.phase = get("phase");
-      if (!get("tokens").empty()) r.op.prov.tokens = to_int(get("tokens"), "tokens");
+      if (!get("tokens").empty()) r.op.prov.tokens = to_count(get("tokens"), "tokens");
+      if (!get("context").empty()) r.op.prov.context = to_count(get("context"), "context");
       r.op.prov.count = get("count").empty() ? 1 : to_int(get("count"), "count");
       r.backend = opt.backend;
       r.flops = op.flops(), r.bytes = op.bytes();
@@ -196,12 +273,20 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
             {line_no, fmt::format("{} runs at {:.0f}% of {}'s attainable (above the roofline: "
                                   "check the units; time_us is microseconds)",
                                   op.spec(), 100 * r.efficiency, dev.id)});
+      if (const auto [it, fresh] = first_line.emplace(op.spec(), line_no); !fresh)
+        duplicates.push_back(
+            fmt::format("line {} repeats the op of line {} ({})", line_no, it->second, op.spec()));
       ++dtype_rows[op.dtype];
       out.file.results.push_back(std::move(r));
     } catch (const InputError& e) {
       out.skipped.push_back({line_no, e.what()});
     }
   }
+  // Two timings of one op: which is the op's? Refused whole, nothing imported.
+  if (!duplicates.empty())
+    throw InputError(fmt::format(
+        "{}: {} duplicate row(s): {}{}", origin, duplicates.size(), duplicates[0],
+        duplicates.size() > 1 ? fmt::format(" (and {} more)", duplicates.size() - 1) : ""));
   if (out.file.results.empty()) {
     std::string why;
     for (std::size_t i = 0; i < out.skipped.size() && i < 10; ++i)

@@ -19,4 +19,20 @@ expect_error 2 "unknown suite" -- "$ATTAIN" catalog --suite nope
 expect_error 2 "unknown model" -- "$ATTAIN" catalog --model nope
 expect_error 2 "unknown dtype" -- "$ATTAIN" catalog --model llama-3.1-8b --dtype int3
 expect_error 2 "one of" -- "$ATTAIN" catalog --suite quick --model llama-3.1-8b
+# The suite as CSV, run "elsewhere" (every time_us filled in), imported back: the same 1,055
+# specs, byte for byte, in the same order.
+"$ATTAIN" catalog --csv --out "$TMP/all.csv" > /dev/null
+head -1 "$TMP/all.csv" | grep -q "^spec,.*,time_us$" || fail "CSV header: $(head -1 "$TMP/all.csv")"
+[ "$(($(wc -l < "$TMP/all.csv") - 1))" = 1055 ] || fail "CSV rows"
+sed '1!s/$/1000000/' "$TMP/all.csv" > "$TMP/timed.csv"
+"$ATTAIN" import "$TMP/timed.csv" --device h100-sxm -o "$TMP/imp.json" > "$TMP/imp.txt" 2> "$TMP/imp.err"
+python3 - "$TMP/all.json" "$TMP/imp.json" <<'PY'
+import json, sys
+want = [o["spec"] for o in json.load(open(sys.argv[1]))]
+got = [r["op"]["spec"] for r in json.load(open(sys.argv[2]))["results"]]
+assert got == want, [(a, b) for a, b in zip(want, got) if a != b][:3] or (len(want), len(got))
+PY
+grep -q "ignored columns: flops, bytes" "$TMP/imp.txt" || fail "ignored columns not said: $(cat "$TMP/imp.txt")"
+expect_error 2 "known: table, json, csv" -- "$ATTAIN" catalog --format xml
+expect_error 2 "choose one output" -- "$ATTAIN" catalog --csv --json
 echo "catalog CLI: ok"

@@ -82,6 +82,19 @@ printf 'm,n,k,dtype,time_us\nx,1,1,bf16,1\n' > "$TMP/none.csv"
 expect_error 2 "line 2" -- "$ATTAIN" import "$TMP/none.csv" --device "$DEV" -o "$TMP/x.json"
 expect_error 2 "nope-chip" -- "$ATTAIN" import "$TMP/t.csv" --device nope-chip -o "$TMP/x.json"
 expect_error 2 "cannot read CSV" -- "$ATTAIN" import "$TMP/missing.csv" --device "$DEV" -o "$TMP/x.json"
+# A device file of one's own, by path: used as a listed one is; a bad one names its field.
+python3 - "$ROOT/data/devices/mi300x.json" "$TMP/mychip.json" "$TMP/badchip.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["id"], d["name"] = "mychip", "My Chip"
+json.dump(d, open(sys.argv[2], "w"))
+del d["sources"]["peak_tflops.bf16"]
+json.dump(d, open(sys.argv[3], "w"))
+PY
+"$ATTAIN" import "$TMP/t.csv" --device "$TMP/mychip.json" -o "$TMP/mine.json" > /dev/null 2>&1
+[ "$(json_get "$TMP/mine.json" 'd["machine"]["device"]')" = mychip ] || fail "device file by path"
+expect_error 2 "peak_tflops.bf16' has no entry in 'sources'" -- "$ATTAIN" import "$TMP/t.csv" --device "$TMP/badchip.json" -o "$TMP/x.json"
+expect_error 2 "cannot read device file" -- "$ATTAIN" import "$TMP/t.csv" --device "$TMP/nochip.json" -o "$TMP/x.json"
 
 # ---- report --------------------------------------------------------------------------
 "$ATTAIN" report "$TMP/a.json" "$TMP/imp.json" "$TMP/p.json" -o "$TMP/r.html" > "$TMP/r.txt"
