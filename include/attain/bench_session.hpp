@@ -42,9 +42,10 @@ struct BenchRequest {
 
   // The settings that make no sense together, or out of range: InputError.
   void validate() const;
-  bool rechecks() const {
-    return recheck == Recheck::always ||
-           (recheck == Recheck::by_size && ops.size() >= kRecheckMinOps);
+  // Whether a run of `n_ops` ops measures the ceilings again (the op list's size by default; a
+  // layer run counts its own ops).
+  bool rechecks(std::size_t n_ops) const {
+    return recheck == Recheck::always || (recheck == Recheck::by_size && n_ops >= kRecheckMinOps);
   }
 };
 

@@ -209,8 +209,8 @@ BenchOutcome run_bench_session(const BenchRequest& req, const HostCeilings& host
   req.validate();
   BenchConfig cfg = req.cfg;
   const std::vector<CatalogOp>& ops = req.ops;
-  const Roofline roof = host_roofline(host, cfg.run.threads);
   ResultsFile rf = results_header(req, host);
+  const Roofline roof = rf.machine.roofline;
   BenchOutcome outcome;
 
   std::unique_ptr<moe::MpiSession> mpi;
@@ -266,7 +266,7 @@ BenchOutcome run_bench_session(const BenchRequest& req, const HostCeilings& host
   };
   // Short samples of the ceilings between ops, at most every sample_every_s seconds (one
   // process only: ranks sharing a host would measure each other).
-  const bool checked = !mpi && req.rechecks();
+  const bool checked = !mpi && req.rechecks(ops.size());
   std::unique_ptr<probe::CeilingSampler> sampler;
   auto last_sample = std::chrono::steady_clock::now();
   if (checked && req.sample_every_s > 0)
@@ -355,8 +355,7 @@ void run_layer_session(LayerReport& r, const BenchRequest& req, const HostCeilin
   std::vector<CatalogOp> ops;
   for (const auto& l : r.ops) ops.push_back(l.op);
   if (req.tune) tune_for_auto(ops, req.cfg, host, req.verbose);
-  const bool checked = req.recheck == Recheck::always ||
-                       (req.recheck == Recheck::by_size && ops.size() >= kRecheckMinOps);
+  const bool checked = req.rechecks(ops.size());
   if (checked) recheck(req.verbose, req.cfg.run.threads, "start", r.checks);
   r.results = run_layer(r.ops, req.cfg);
   if (checked) recheck(req.verbose, req.cfg.run.threads, "end", r.checks);

@@ -21,11 +21,6 @@ using json = nlohmann::json;
 using cluster::kRunSchema;
 using cluster::kSweepSchema;
 
-std::string text(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 ReportFileKind report_file_kind(const json& j, std::string_view origin) {
@@ -34,7 +29,8 @@ ReportFileKind report_file_kind(const json& j, std::string_view origin) {
         fmt::format("{}: not a results file nor an attain cluster file (the JSON is "
                     "not an object)",
                     origin));
-  const std::string schema = text(j, "schema");
+  const auto sit = j.find("schema");
+  const std::string schema = sit != j.end() && sit->is_string() ? sit->get<std::string>() : "";
   if (schema == kResultsSchema) return ReportFileKind::results;
   if (schema == kRunSchema) return ReportFileKind::cluster_run;
   if (schema == kSweepSchema) return ReportFileKind::cluster_sweep;
