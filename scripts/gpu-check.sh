@@ -130,6 +130,7 @@ if os.path.exists(f"{out}/probe.json"):
 
 def roof(r, peaks, bw):
     dt = r["op"]["dtype"]
+    peaks = {k: v for k, v in peaks.items() if isinstance(v, (int, float))}  # not "not supported"
     peak = peaks.get(dt) or peaks.get("bf16")
     if not peak or not bw or not r.get("bytes"):
         return None

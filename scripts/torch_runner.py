@@ -474,7 +474,7 @@ def attainable(spec, op, flops, nbytes):
     if spec is None:
         return None
     peak = spec["peak_tflops"].get(op["dtype"])
-    if not peak:
+    if not isinstance(peak, (int, float)) or peak <= 0:  # absent, "not published", "not supported"
         return None
     return min(peak, flops / nbytes * spec["mem_bandwidth_gbps"] / 1e3)
 

@@ -16,7 +16,7 @@ namespace {
 // H100 SXM as the device database lists it (bf16 dense 989 TFLOP/s, 3.35 TB/s, 80 GB,
 // NVLink 4 at 450 GB/s per direction); written out here so these tests do not need data/devices.
 Chip h100() {
-  return {"h100-sxm", 989, 3350, 80, 450};
+  return {"h100-sxm", 989, 3350, 80, 450, "NVIDIA H100 datasheet (dense)"};
 }
 
 // Llama 3.1 405B's shape (126 layers, hidden 16384, FFN 53248, 128 heads, vocab 128256),
@@ -181,10 +181,37 @@ TEST(ClusterStep, PipelineBubbleAndLayouts) {
   // Llama 3 reports 41% BF16 MFU for this layout; the model lands within a broad band.
   EXPECT_GT(b4.mfu, 0.25);
   EXPECT_LT(b4.mfu, 0.65);
-  s.chips = 16383;
+  s.chips = 127;  // fewer than one TP 8 x PP 16 group
   EXPECT_THROW(step_time(s), InputError);
   s.chips = 16384, s.par.pp = 256;
   EXPECT_THROW(step_time(s), InputError);  // more stages than layers
+}
+
+TEST(ClusterStep, AnyChipCountKeepsTheBatch) {
+  TrainingSetup s = llama3_setup();  // TP 8 x PP 16, batch 2,048
+  s.chips = 100000;
+  const StepBreakdown b = step_time(s);
+  // 100,000 / 128 = 781 whole groups: 99,968 chips train, 32 are left over.
+  EXPECT_EQ(b.dp, 781);
+  EXPECT_EQ(b.chips_used, 99968);
+  EXPECT_EQ(b.chips_left, 32);
+  // The batch stays 2,048: ranks hold 2 or 3 sequences and the busiest (3) set the step.
+  EXPECT_EQ(b.global_batch, 2048);
+  EXPECT_EQ(b.micro_batches, 3);
+  EXPECT_DOUBLE_EQ(b.tokens, 2048.0 * s.work.seq);
+  // MFU counts the chips that train.
+  EXPECT_NEAR(b.mfu, b.model_flops / (99968.0 * s.chip.peak_tflops * 1e12 * b.step_s), 1e-12);
+  // --scale-batch fills every rank: 3 x 781 = 2,343 sequences in the same step time.
+  s.scale_batch = true;
+  const StepBreakdown scaled = step_time(s);
+  EXPECT_EQ(scaled.global_batch, 2343);
+  EXPECT_NEAR(scaled.step_s, b.step_s, 1e-12);
+  EXPECT_NEAR(scaled.mfu / b.mfu, 2343.0 / 2048, 1e-9);
+  // A count that splits exactly leaves nothing over and keeps the batch either way.
+  s.chips = 16384;
+  const StepBreakdown exact = step_time(s);
+  EXPECT_EQ(exact.chips_left, 0);
+  EXPECT_EQ(exact.global_batch, 2048);
 }
 
 TEST(ClusterStep, CommunicationAndOverlap) {
@@ -327,7 +354,7 @@ TEST(ClusterStats, ConfidenceInterval) {
 // hidden 12288, 96 heads, vocab 50257), default efficiency 0.7, overlap 0.8, 4 virtual stages.
 TEST(ClusterReport, MegaScaleStrongScaling) {
   TrainingSetup s;
-  s.chip = {"a100-sxm4-80gb", 312, 2039, 80, 300};
+  s.chip = {"a100-sxm4-80gb", 312, 2039, 80, 300, "NVIDIA A100 datasheet (dense)"};
   s.topo.inter_gbps = 25;
   s.work = transformer_work("gpt3-175b", 96, 12288, 4 * 12288, 96, 50257, 2048, DType::bf16);
   s.global_batch = 6144;

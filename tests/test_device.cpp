@@ -88,6 +88,17 @@ TEST(Devices, AllFilesLoadAndEveryNumberHasASource) {
     if (d.id.rfind("ascend-950", 0) != 0) {
       EXPECT_GT(d.peak(DType::bf16), 0);
     }
+    // Each of the five dtypes an analyst compares is a number or a stated, sourced gap.
+    for (const char* dt : {"fp32", "bf16", "fp16", "fp8", "fp4"}) {
+      const bool number = d.peak_tflops.count(dt) > 0, gap = d.peak_absent.count(dt) > 0;
+      EXPECT_TRUE(number != gap) << dt;
+      if (gap) {
+        EXPECT_TRUE(d.peak_absent.at(dt) == kPeakNotPublished ||
+                    d.peak_absent.at(dt) == kPeakNotSupported)
+            << dt;
+        EXPECT_FALSE(d.sources.at(std::string("peak_tflops.") + dt).empty()) << dt;
+      }
+    }
     EXPECT_GT(d.mem_bandwidth_gbps, 0);
     EXPECT_GT(d.mem_capacity_gb, 0);
     EXPECT_GT(d.interconnect_gbps, 0);
@@ -123,6 +134,9 @@ TEST(Devices, KnownFiguresFromTheDatasheets) {
   EXPECT_DOUBLE_EQ(h200.mem_capacity_gb, 141);
   EXPECT_EQ(load_device("ascend-950pr").peak(DType::bf16),
             0);  // not announced: 0, as peak() promises
+  EXPECT_EQ(load_device("ascend-950pr").peak_absent.at("bf16"), kPeakNotPublished);
+  EXPECT_EQ(h100.peak_absent.at("fp4"), kPeakNotSupported);  // Hopper has no FP4 unit
+  EXPECT_DOUBLE_EQ(load_device("b200").peak(DType::f32), 75);
 }
 
 TEST(Devices, UnknownIdListsKnownIds) {
@@ -202,6 +216,14 @@ TEST(Devices, FieldErrorsNameTheField) {
       {replace(good, R"({"name": "Link", "gbps": 50})", R"({"name": "Link"})"),
        "missing field 'gbps'"},
       {replace(good, R"("id": "x1")", R"("id": "")"), "'id' must be a non-empty string"},
+      {replace(good, R"("fp8": 200)", R"("fp8": "unknown")"),
+       "'peak_tflops.fp8' must be a number, \"not published\" or \"not supported\""},
+      {replace(good, R"("bf16": 100, "fp8": 200)",
+               R"("bf16": "not published", "fp8": "not supported")"),
+       "lists no number"},
+      {replace(good, R"("peak_tflops": {"bf16": 100, "fp8": 200})",
+               R"("peak_tflops": {"bf16": 100, "fp8": 200, "fp4": "not supported"})"),
+       "'peak_tflops.fp4' has no entry in 'sources'"},
   };
   for (const auto& b : bad) {
     const std::string msg = error_of(b.text);
@@ -318,6 +340,73 @@ TEST(Roofline, DeviceRoofline) {
   EXPECT_DOUBLE_EQ(r.attainable_tflops(Op::parse("gemm:m=8192,n=8192,k=8192,dtype=bf16")), 100);
   EXPECT_DOUBLE_EQ(device_roofline(d, DType::fp8).peak_tflops, 200);
   EXPECT_THROW(device_roofline(d, DType::f16), InputError);  // not listed
+}
+
+// A device as the 950s are: fp8 published, bf16 not, fp16 not supported.
+DeviceSpec gappy_device() {
+  const std::string text =
+      replace(replace(kGood, R"("bf16": 100, "fp8": 200)",
+                      R"("bf16": "not published", "fp8": 200, "fp16": "not supported")"),
+              R"("peak_tflops.bf16": "a",)",
+              R"("peak_tflops.bf16": "quotes fp8 only", "peak_tflops.fp16": "no fp16 unit",)");
+  return parse_device(text, "test.json");
+}
+
+TEST(Devices, StatedGapsSayWhyThereIsNoPeak) {
+  const DeviceSpec d = gappy_device();
+  EXPECT_EQ(d.peak(DType::bf16), 0);
+  EXPECT_EQ(d.peak_gap(DType::bf16), "not published (quotes fp8 only)");
+  EXPECT_EQ(d.peak_gap(DType::f16), "not supported (no fp16 unit)");
+  EXPECT_EQ(d.peak_gap(DType::f32), "not listed in the device file");
+  try {
+    device_roofline(d, DType::bf16);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not published (quotes fp8 only)"), std::string::npos)
+        << e.what();
+  }
+  // The words survive `attain devices --json`.
+  const auto j = devices_json({d});
+  EXPECT_EQ(j[0]["peak_tflops"]["bf16"], "not published");
+  EXPECT_EQ(j[0]["peak_tflops"]["fp8"], 200);
+  EXPECT_NE(devices_table({d}).find("n/p"), std::string::npos);
+}
+
+TEST(Devices, AssumedPeaksAreLabelledAndFillGapsOnly) {
+  for (const auto& [rule, want] : std::vector<std::pair<std::string, double>>{
+           {"bf16=fp8/2", 100}, {"bf16=fp8*0.25", 50}, {"bf16=123.5", 123.5}}) {
+    DeviceSpec d = gappy_device();
+    assume_peak(d, rule);
+    EXPECT_DOUBLE_EQ(d.peak(DType::bf16), want) << rule;
+    ASSERT_EQ(d.assumptions.size(), 1u);
+    const std::string& label = d.assumptions[0];
+    EXPECT_EQ(label.rfind("ASSUMED (--assume-peak " + rule + ")", 0), 0u) << label;
+    EXPECT_NE(label.find("the vendor's figure: not published"), std::string::npos) << label;
+    // The roofline built on it carries the label as its source.
+    EXPECT_NE(device_roofline(d, DType::bf16).source.find("ASSUMED"), std::string::npos);
+  }
+  auto refused = [](const std::string& rule, const std::string& expect) {
+    DeviceSpec d = gappy_device();
+    try {
+      assume_peak(d, rule);
+      ADD_FAILURE() << rule << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << rule << ": " << e.what();
+    }
+    EXPECT_EQ(d.peak(DType::bf16), 0) << rule;  // nothing half-applied
+  };
+  refused("fp8=300", "lists a fp8 peak of 200");  // a published figure stays
+  refused("fp16=fp8/2", "does not support fp16: not supported (no fp16 unit)");
+  refused("bf16", "no '='");
+  refused("bf17=fp8/2", "unknown dtype 'bf17'");
+  refused("bf16=fp32/2", "lists no fp32 peak to derive from");
+  refused("bf16=fp8", "needs /N or *F");
+  refused("bf16=fp8/0", "'0' is not a positive number");
+  refused("bf16=fp8/x", "'x' is not a positive number");
+  refused("bf16=-5", "'-5' is not a positive number");
+  refused("bf16=nan", "'nan' is not a positive number");
+  refused("bf16=5e", "'5e' is not a positive number");
+  refused("bf16=foo/2", "unknown dtype 'foo'");
 }
 
 // ---- host probe -----------------------------------------------------------------------

@@ -37,10 +37,14 @@ struct Chip {
   double mem_bw_gbps = 0;   // HBM / DRAM, GB/s
   double mem_gb = 0;        // capacity (0 = unknown)
   double scaleup_gbps = 0;  // per chip, one direction (NVLink, HCCS, Infinity Fabric), GB/s
+  std::string peak_source;  // where peak_tflops comes from (a datasheet, or "ASSUMED ...")
 };
 // Seam to the device database (device.hpp): the numbers a simulation needs.
 Chip chip_from_device(const DeviceSpec& d, DType dt);
-Chip load_chip(std::string_view device_id, DType dt);  // throws InputError for unknown ids
+// Throws InputError for unknown ids and for a dtype without a peak (saying why: not published,
+// not supported); `assume_peaks` are assume_peak() rules applied first.
+Chip load_chip(std::string_view device_id, DType dt,
+               const std::vector<std::string>& assume_peaks = {});
 
 struct Topology {
   int chips_per_node = 8;
@@ -111,12 +115,15 @@ struct TrainingSetup {
   double grad_bytes = 2;        // bytes per gradient element reduced across DP (bf16)
   double act_bytes = 2;         // bytes per activation element sent (bf16)
   double optimizer_bytes = 16;  // bytes touched per parameter in the optimizer update
+  bool scale_batch = false;     // raise the batch to whole micro-batches on every DP rank
 };
 
 struct StepBreakdown {
   int tp = 1, pp = 1, dp = 1, ep = 1, virtual_stages = 1;
-  std::int64_t micro_batches = 1;  // per pipeline per step
-  std::int64_t global_batch = 0;   // sequences actually run (raised to dp * micro_batch if smaller)
+  std::int64_t micro_batches = 1;  // per pipeline per step: the busiest DP rank's
+  std::int64_t global_batch = 0;   // sequences per step: the user's, or raised by scale_batch
+  std::int64_t chips_used = 0;     // TP x PP x DP: the chips that train
+  std::int64_t chips_left = 0;     // the rest, in no whole group (job.cpp: spares or idle)
   double fwd_s = 0, bwd_s = 0;     // one micro-batch on one stage
   double compute_s = 0;            // all micro-batches on one stage
   double bubble_s = 0;
@@ -126,7 +133,7 @@ struct StepBreakdown {
   double step_s = 0;
   double tokens = 0;       // per step
   double model_flops = 0;  // per step: 3 x forward (6ND-style, attention included)
-  double mfu = 0;          // model_flops / (chips * peak * step_s)
+  double mfu = 0;          // model_flops / (chips_used * peak * step_s)
 };
 
 // Fills tp/pp/ep/virtual_stages left at 0: TP = chips per node for dense models (1 for MoE),

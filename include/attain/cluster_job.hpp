@@ -28,6 +28,7 @@ inline constexpr const char* kSweepSchema = "attain.cluster-sweep/1";
 struct JobRequest {
   std::string device = "h100-sxm", dtype = "bf16", model = "llama-3.1-405b";
   double peak_tflops = 0, mem_gbps = 0, mem_gb = -1, scaleup_gbps = 0;  // overrides (0, -1: none)
+  std::vector<std::string> assume_peaks;  // assume_peak() rules for peaks the vendor omits
   std::int64_t chips = 16384, seq = 8192, batch = 2048;
   int tp = 0, pp = 0, ep = 0, micro_batch = 1, virtual_stages = 0;
   double efficiency = 0.7, overlap = 0.8;
@@ -35,6 +36,7 @@ struct JobRequest {
   std::int64_t efficiency_ops = 0;                  // ... and how many (0: given)
   std::string allreduce = "best";
   bool recompute = false, unfused_attention = false;
+  bool scale_batch = false;  // raise --batch to whole micro-batches on every DP rank
   Topology topo;
   double days = 54, tokens = 0;
   std::string failures = "llama3";

@@ -16,14 +16,31 @@ namespace attain {
 struct DeviceSpec {
   std::string id, name, vendor, kind;         // kind: "gpu", "npu", "cpu"
   std::map<std::string, double> peak_tflops;  // dense, by dtype name: bf16, fp8, fp4, fp32
-  double mem_bandwidth_gbps = 0;              // HBM / DRAM
+  // Dtype name -> kPeakNotPublished or kPeakNotSupported: a gap the device file states on
+  // purpose (with its source), where a blank would leave the reader guessing.
+  std::map<std::string, std::string> peak_absent;
+  std::vector<std::string> assumptions;  // peaks filled by assume_peak, as it labels them
+  double mem_bandwidth_gbps = 0;         // HBM / DRAM
   double mem_capacity_gb = 0;
   double interconnect_gbps = 0;  // per chip, one direction, scale-up link
   std::string interconnect;      // e.g. "NVLink 4"
   double tdp_w = 0;
   std::map<std::string, std::string> sources;  // field -> where the number comes from
   double peak(DType dt) const;                 // 0 if the device does not list it
+  // Why peak(dt) is 0, for an error or a skipped row: "not published (<source>)", "not
+  // supported (<source>)" or "not listed in the device file".
+  std::string peak_gap(DType dt) const;
 };
+
+inline constexpr const char* kPeakNotPublished = "not published";
+inline constexpr const char* kPeakNotSupported = "not supported";
+
+// Fills a peak the vendor does not publish with an explicit assumption, as `--assume-peak`
+// gives it: "bf16=fp8/2" (another of the device's peaks divided by a number), "bf16=fp8*0.5",
+// or "bf16=500" (TFLOP/s). The peak's source then says it is assumed, from what; so does every
+// roofline and results file built from it. A published peak is never replaced, and a dtype the
+// device does not support gets none (InputError).
+void assume_peak(DeviceSpec& d, std::string_view rule);
 
 std::vector<DeviceSpec> load_devices();  // every file in data/devices
 // A listed id, "host", or the path of a device file (containing '/' or ending in .json).

@@ -77,6 +77,9 @@ const bool registered = add_command([](CLI::App& app) {
                   "device id (attain devices) or a device file's path (default h100-sxm)");
   sub->add_option("--dtype", q->dtype, "training dtype for the compute peak (default bf16)");
   sub->add_option("--peak-tflops", q->peak_tflops, "override the device's dense peak at --dtype");
+  sub->add_option("--assume-peak", q->assume_peaks,
+                  "fill a peak the vendor does not publish, labelled as assumed: bf16=fp8/2, "
+                  "bf16=500 (repeatable)");
   sub->add_option("--mem-gbps", q->mem_gbps, "override the device's memory bandwidth (GB/s)");
   sub->add_option("--mem-gb", q->mem_gb, "override the device's memory capacity (GB)");
   sub->add_option("--scaleup-gbps", q->scaleup_gbps,
@@ -86,6 +89,8 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_option("--chips", q->chips, "chips in the job (default 16384)");
   sub->add_option("--seq", q->seq, "sequence length (default 8192)");
   sub->add_option("--batch", q->batch, "global batch in sequences (default 2048)");
+  sub->add_flag("--scale-batch", q->scale_batch,
+                "raise the batch to whole micro-batches on every DP rank (default: kept as given)");
   sub->add_option("--tp", q->tp, "tensor parallel size (default: chips per node, 1 for MoE)");
   sub->add_option("--pp", q->pp, "pipeline parallel size (default: smallest power of 2 that fits)");
   sub->add_option("--ep", q->ep, "expert parallel size (MoE; default chips per node)");

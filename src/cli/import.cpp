@@ -15,6 +15,7 @@ namespace {
 const bool registered = add_command([](CLI::App& app) {
   struct Opts {
     std::string file, device, out, backend = "imported";
+    std::vector<std::string> assume_peaks;
     bool json = false, strict = false;
   };
   auto o = std::make_shared<Opts>();
@@ -27,6 +28,9 @@ const bool registered = add_command([](CLI::App& app) {
       ->required();
   sub->add_option("--device", o->device, "device id (attain devices) or a device file's path")
       ->required();
+  sub->add_option("--assume-peak", o->assume_peaks,
+                  "fill a peak the vendor does not publish, labelled as assumed in the results: "
+                  "bf16=fp8/2, bf16=500 (repeatable)");
   sub->add_option("-o,--out", o->out, "the results file to write");
   sub->add_option("--backend", o->backend, "backend name given to the imported rows")
       ->capture_default_str();
@@ -36,7 +40,8 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->out.empty() && !o->json)
       throw InputError("attain import needs -o/--out RESULTS.json (or --json)");
     if (o->backend.empty()) throw InputError("--backend must not be empty");
-    const DeviceSpec dev = load_device(o->device);
+    DeviceSpec dev = load_device(o->device);
+    for (const auto& rule : o->assume_peaks) assume_peak(dev, rule);
     const std::string csv = read_input_file(o->file, kMaxResultsBytes, "CSV file");
     ImportOptions opt;
     opt.backend = o->backend;
@@ -63,6 +68,7 @@ const bool registered = add_command([](CLI::App& app) {
     const Summary sum = summarize(res.file.results, {o->backend});
     const auto all = sum.efficiency.find(o->backend);
     const auto above = sum.ceiling_errors.find(o->backend);
+    for (const auto& a : dev.assumptions) fmt::print("{}\n", a);
     fmt::print("imported {} row(s) from {} for device {} ({}), backend '{}'; {} skipped{}\n",
                res.file.results.size(), o->file, dev.id, dev.name, o->backend, res.skipped.size(),
                ignored.empty() ? "" : "; ignored columns: " + ignored);

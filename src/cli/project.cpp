@@ -12,6 +12,7 @@ const bool registered = add_command([](CLI::App& app) {
   struct Opts {
     OpSource src;
     std::string device, like, like_backend, out;
+    std::vector<std::string> assume_peaks;
     double efficiency = 0;
     bool json = false;
   };
@@ -21,6 +22,9 @@ const bool registered = add_command([](CLI::App& app) {
                                  "x efficiency); not a measurement");
   sub->add_option("--device", o->device, "device id (attain devices) or a device file's path")
       ->required();
+  sub->add_option("--assume-peak", o->assume_peaks,
+                  "fill a peak the vendor does not publish, labelled as assumed in the results: "
+                  "bf16=fp8/2, bf16=500 (repeatable)");
   auto* e = sub->add_option(
       "--efficiency", o->efficiency,
       "assumed fraction of attainable reached, in (0, 1] (default 1: the roofline itself)");
@@ -36,7 +40,8 @@ const bool registered = add_command([](CLI::App& app) {
                   "write the projected results file (every result projected=true)");
   sub->add_flag("--json", o->json, "print the projected results file (JSON) on stdout");
   set_action(sub, [o, e] {
-    const DeviceSpec dev = load_device(o->device);
+    DeviceSpec dev = load_device(o->device);
+    for (const auto& rule : o->assume_peaks) assume_peak(dev, rule);
     const EfficiencyModel eff =
         !o->like.empty() ? efficiency_like(read_results(o->like), o->like_backend, o->like)
                          : efficiency_uniform(e->count() > 0 ? o->efficiency : 1.0);
@@ -52,6 +57,7 @@ const bool registered = add_command([](CLI::App& app) {
     fmt::print("PROJECTION on {} ({}) - computed from the device's roofline, not measured\n",
                dev.id, dev.name);
     fmt::print("efficiency assumed: {}\n", eff.source);
+    for (const auto& a : dev.assumptions) fmt::print("{}\n", a);
     fmt::print("{:<58} {:<8} {:>24} {:>28} {:>26}\n", "op", "phase", "projected time",
                "projected throughput", "assumed efficiency");
     std::size_t n_ok = 0;

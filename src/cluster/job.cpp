@@ -30,8 +30,11 @@ DType parse_dt(const std::string& s) {
 TrainingSetup make_setup(const JobRequest& o, std::int64_t chips, const ModelWork& work) {
   TrainingSetup s;
   const DType dt = parse_dt(o.dtype);
-  s.chip = load_chip(o.device, dt);
-  if (o.peak_tflops > 0) s.chip.peak_tflops = o.peak_tflops;
+  s.chip = load_chip(o.device, dt, o.assume_peaks);
+  if (o.peak_tflops > 0) {
+    s.chip.peak_tflops = o.peak_tflops;
+    s.chip.peak_source = fmt::format("given (--peak-tflops {:g})", o.peak_tflops);
+  }
   if (o.mem_gbps > 0) s.chip.mem_bw_gbps = o.mem_gbps;
   if (o.mem_gb >= 0) s.chip.mem_gb = o.mem_gb;
   if (o.scaleup_gbps > 0) s.chip.scaleup_gbps = o.scaleup_gbps;
@@ -39,6 +42,7 @@ TrainingSetup make_setup(const JobRequest& o, std::int64_t chips, const ModelWor
   s.work = work;
   s.chips = chips;
   s.global_batch = o.batch;
+  s.scale_batch = o.scale_batch;
   s.par = {o.tp, o.pp, o.ep, o.micro_batch, o.virtual_stages};
   s.efficiency = o.efficiency, s.overlap = o.overlap, s.recompute = o.recompute;
   s.fused_attention = !o.unfused_attention;
@@ -81,7 +85,7 @@ double interval_min(const JobRequest& o) {
 SimConfig make_sim(const JobRequest& o, const TrainingSetup& s, const StepBreakdown& b,
                    const FailureTable& ft) {
   SimConfig c;
-  c.chips = s.chips, c.chips_per_node = s.topo.chips_per_node;
+  c.chips = b.chips_used, c.chips_per_node = s.topo.chips_per_node;
   c.step_s = b.step_s, c.tokens_per_step = b.tokens, c.model_flops_per_step = b.model_flops;
   c.peak_flops_per_chip = s.chip.peak_tflops * 1e12;
   c.days = o.days, c.token_budget = o.tokens;
@@ -93,7 +97,9 @@ SimConfig make_sim(const JobRequest& o, const TrainingSetup& s, const StepBreakd
   c.storage_gbps = o.storage_gbps, c.host_copy_gbps = o.host_copy_gbps,
   c.peer_gbps = s.topo.inter_gbps;
   c.checkpoint_overhead_s = o.ckpt_overhead_s;
-  c.spare_nodes = spares_for(o, s.chips);
+  // The chips in no whole group: whole nodes of them join the hot spares, the rest stay idle.
+  c.spare_nodes = spares_for(o, b.chips_used) +
+                  static_cast<int>(b.chips_left / std::max(1, s.topo.chips_per_node));
   c.repair_hours = o.repair_hours, c.replace_min = o.replace_min;
   c.straggler_fraction = o.straggler_fraction, c.straggler_slowdown = o.straggler_slowdown;
   c.timeline = o.timeline;
@@ -162,11 +168,7 @@ SweepOutcome sweep_jobs(const JobRequest& req,
   for (std::int64_t want : req.sweep) {
     SweepPoint pt;
     pt.setup = make_setup(req, want, work);
-    const Parallelism par = choose_parallelism(pt.setup);
-    const std::int64_t unit =
-        static_cast<std::int64_t>(par.tp) * par.pp * (work.experts > 0 ? par.ep : 1);
-    pt.setup.chips = std::max<std::int64_t>(unit, want / unit * unit);
-    pt.setup.par = par;
+    pt.setup.par = choose_parallelism(pt.setup);
     pt.step = step_time(pt.setup);
     for (const auto& v : kVariants) {
       JobRequest rv = req;

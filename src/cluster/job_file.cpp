@@ -40,6 +40,8 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
           {"micro_batch", s.par.micro_batch},
           {"micro_batches", b.micro_batches},
           {"global_batch", b.global_batch},
+          {"chips_used", b.chips_used},
+          {"chips_left", b.chips_left},
           {"tokens_per_step", b.tokens},
           {"fwd_s", b.fwd_s},
           {"bwd_s", b.bwd_s},
@@ -60,6 +62,7 @@ ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& 
   return {
       {"device", s.chip.id},
       {"peak_tflops", s.chip.peak_tflops},
+      {"peak_source", s.chip.peak_source},
       {"mem_bw_gbps", s.chip.mem_bw_gbps},
       {"mem_gb", s.chip.mem_gb},
       {"dtype", o.dtype},
@@ -74,6 +77,7 @@ ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& 
       {"inter_latency_us", s.topo.inter_latency_us},
       {"seq", s.work.seq},
       {"global_batch", o.batch},
+      {"scale_batch", o.scale_batch},
       {"efficiency", s.efficiency},
       {"efficiency_from", o.efficiency_from.empty() ? ojson(nullptr) : ojson(o.efficiency_from)},
       {"efficiency_ops", o.efficiency_ops},
@@ -209,6 +213,30 @@ ojson to_json(const JobOutcome& out) {
   return j;
 }
 
+// What the layout made of the chips and the batch, where it is not simply the user's numbers:
+// chips in no whole group, and a batch that does not fill every DP rank's micro-batches.
+std::string layout_notes(const JobRequest& o, const TrainingSetup& s, const StepBreakdown& b) {
+  std::string t;
+  if (b.chips_left > 0) {
+    const std::int64_t cpn = std::max(1, s.topo.chips_per_node);
+    t += fmt::format(
+        "chips       {} of {} train; {} in no whole group: {} node(s) of them join the hot "
+        "spares, {} chip(s) idle\n",
+        b.chips_used, s.chips, b.chips_left, b.chips_left / cpn, b.chips_left % cpn);
+  }
+  const std::int64_t per_round = static_cast<std::int64_t>(b.dp) * s.par.micro_batch;
+  if (b.global_batch != o.batch)
+    t += fmt::format("batch       raised from {} to {} sequences (--scale-batch): {} per DP rank\n",
+                     o.batch, b.global_batch, b.micro_batches * s.par.micro_batch);
+  else if (b.global_batch % per_round != 0)
+    t += fmt::format(
+        "batch       {} sequences as given, over DP {} x micro-batch {}: {} to {} micro-batches "
+        "per rank, the busiest set the step (--scale-batch fills them: {} sequences)\n",
+        b.global_batch, b.dp, s.par.micro_batch, b.global_batch / per_round, b.micro_batches,
+        b.micro_batches * per_round);
+  return t;
+}
+
 std::string job_text(const JobOutcome& out) {
   const auto& [o, s, b, c, ft, mc, p] = parts_of(out);
   std::string t;
@@ -217,6 +245,10 @@ std::string job_text(const JobOutcome& out) {
                    o.tokens > 0 ? fmt::format("until {:.3g} tokens", o.tokens)
                                 : fmt::format("{:g} days", o.days),
                    ft.name, o.runs, o.runs == 1 ? "" : "s", o.seed);
+  // A peak that is not the vendor's is said at the top: every figure below scales with it.
+  if (s.chip.peak_source.rfind("ASSUMED", 0) == 0 || s.chip.peak_source.rfind("given", 0) == 0)
+    t += fmt::format("peak        {:g} TFLOP/s {}: {}\n", s.chip.peak_tflops, o.dtype,
+                     s.chip.peak_source);
   t += fmt::format(
       "step        TP {} x PP {} ({} virtual) x DP {}{}; {} micro-batches of {} x {} tokens\n",
       b.tp, b.pp, b.virtual_stages, b.dp, b.ep > 1 ? fmt::format(" (EP {})", b.ep) : "",
@@ -230,11 +262,13 @@ std::string job_text(const JobOutcome& out) {
       "(overlap {:g})\n",
       b.tp_comm_s, b.ep_comm_s, b.pp_comm_s, b.dp_comm_s, s.overlap);
   t += fmt::format(
-      "            MFU {} (3 x forward FLOPs / (chips x peak x step); efficiency {:.3g}{})\n",
+      "            MFU {} (3 x forward FLOPs / (chips that train x peak x step); efficiency "
+      "{:.3g}{})\n",
       pct(b.mfu), s.efficiency,
       o.efficiency_ops > 0
           ? fmt::format(", geometric mean of {} results in {}", o.efficiency_ops, o.efficiency_from)
           : "");
+  t += layout_notes(o, s, b);
   t += fmt::format(
       "checkpoint  {} of {:.2f} TB: pause {:.1f} s, durable {:.1f} s later, load {:.1f} s\n",
       checkpoint_name(c.checkpoint), c.state_bytes / 1e12, p.pause_s, p.persist_s, p.load_s);
@@ -322,10 +356,10 @@ std::string sweep_text(const SweepOutcome& out) {
       "goodput (ETTR) by variant: fixed = sync every {:g} min, no spares; daly = Daly's interval;\n"
       "+spares = hot spares ({}); async = asynchronous checkpoints\n",
       out.fixed_interval_min, o.spares == "auto" ? "2% of nodes" : o.spares);
-  t += fmt::format("{:>8} {:>9} {:>7} {:>6}  {:>15} {:>15} {:>15} {:>15}\n", "chips", "MTBF h",
-                   "step s", "MFU", "fixed", "daly", "daly+spares", "async+spares");
+  t += fmt::format("{:>8} {:>8} {:>9} {:>7} {:>6}  {:>15} {:>15} {:>15} {:>15}\n", "chips", "train",
+                   "MTBF h", "step s", "MFU", "fixed", "daly", "daly+spares", "async+spares");
   for (const auto& pt : out.points) {
-    t += fmt::format("{:>8} ", pt.setup.chips);
+    t += fmt::format("{:>8} {:>8} ", pt.setup.chips, pt.step.chips_used);
     if (!pt.variants.empty())
       t += fmt::format("{:>9.2f} {:>7.2f} {:>6} ", finite_or(pt.variants[0].mc.plan.mtbf_h, 0),
                        pt.step.step_s, pct(pt.step.mfu));
@@ -333,6 +367,10 @@ std::string sweep_text(const SweepOutcome& out) {
       t += fmt::format(" {:>6} ({:>5})", pct(v.mc.goodput.mean), pct(v.mc.ettr.mean));
     t += "\n";
   }
+  t += fmt::format(
+      "train: chips in whole TP x PP x DP groups; whole nodes of the rest are hot spares in the "
+      "+spares variants, the rest idle. The batch is {} sequences at every scale{}.\n",
+      o.batch, o.scale_batch ? " raised to whole micro-batches per DP rank (--scale-batch)" : "");
   return t;
 }
 

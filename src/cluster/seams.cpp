@@ -40,17 +40,22 @@ Chip chip_from_device(const DeviceSpec& d, DType dt) {
   c.mem_bw_gbps = d.mem_bandwidth_gbps;
   c.mem_gb = d.mem_capacity_gb;
   c.scaleup_gbps = d.interconnect_gbps;
+  const auto src = d.sources.find(fmt::format("peak_tflops.{}", dtype_name(dt)));
+  if (src != d.sources.end()) c.peak_source = src->second;
   return c;
 }
 
-Chip load_chip(std::string_view device_id, DType dt) {
-  const DeviceSpec d = load_device(device_id);
+Chip load_chip(std::string_view device_id, DType dt, const std::vector<std::string>& assume_peaks) {
+  DeviceSpec d = load_device(device_id);
+  for (const auto& rule : assume_peaks) assume_peak(d, rule);
   const Chip c = chip_from_device(d, dt);
   if (!(c.peak_tflops > 0)) {
     std::string have;
     for (const auto& [name, v] : d.peak_tflops) have += (have.empty() ? "" : ", ") + name;
-    throw InputError(fmt::format("device {} lists no {} peak (it lists: {}); pick one with --dtype",
-                                 device_id, dtype_name(dt), have));
+    throw InputError(fmt::format(
+        "device {} has no {} peak: {} (it lists: {}); pick one with --dtype, or state an "
+        "assumption with --assume-peak (e.g. {}=fp8/2)",
+        device_id, dtype_name(dt), d.peak_gap(dt), have, dtype_name(dt)));
   }
   return c;
 }

@@ -68,24 +68,29 @@ StepBreakdown step_time(const TrainingSetup& s) {
   const int tp = p.tp, pp = p.pp, ep = p.ep, v = p.virtual_stages;
   if (tp <= 0 || pp <= 0 || ep <= 0 || v <= 0) throw InputError("parallel sizes must be positive");
   const std::int64_t mp = static_cast<std::int64_t>(tp) * pp;
-  if (s.chips % mp != 0)
-    throw InputError(fmt::format("{} chips do not split into TP {} x PP {} groups (try {} chips)",
-                                 s.chips, tp, pp, std::max<std::int64_t>(mp, s.chips / mp * mp)));
   if (pp > s.work.layers)
     throw InputError(fmt::format("PP {} exceeds the {} layers", pp, s.work.layers));
   if (static_cast<std::int64_t>(pp) * v > s.work.layers)
     throw InputError(
         fmt::format("PP {} x {} virtual stages exceeds the {} layers", pp, v, s.work.layers));
-  const std::int64_t dp = s.chips / mp;
-  if (s.work.experts > 0 && dp % ep != 0)
-    throw InputError(fmt::format("EP {} does not divide DP {}", ep, dp));
   if (s.work.experts == 0 && ep != 1) throw InputError("EP > 1 needs a MoE model");
+  // The largest DP the chips hold (a multiple of EP for MoE); the chips left over train nothing.
+  const std::int64_t unit = mp * (s.work.experts > 0 ? ep : 1);
+  if (s.chips < unit)
+    throw InputError(fmt::format("{} chips are fewer than one TP {} x PP {}{} group ({} chips)",
+                                 s.chips, tp, pp,
+                                 s.work.experts > 0 ? fmt::format(" x EP {}", ep) : "", unit));
+  const std::int64_t dp = s.chips / unit * unit / mp;
 
   StepBreakdown b;
   b.tp = tp, b.pp = pp, b.ep = ep, b.dp = static_cast<int>(dp), b.virtual_stages = v;
+  b.chips_used = dp * mp;
+  b.chips_left = s.chips - b.chips_used;
+  // The batch is the user's: spread over the DP ranks, the busiest rank's micro-batches set the
+  // step. With scale_batch it is raised to fill every rank's last micro-batch.
   const std::int64_t mb = s.par.micro_batch;
   b.micro_batches = std::max<std::int64_t>(1, (s.global_batch + dp * mb - 1) / (dp * mb));
-  b.global_batch = b.micro_batches * dp * mb;
+  b.global_batch = s.scale_batch ? b.micro_batches * dp * mb : s.global_batch;
 
   // Compute: each op on the roofline, split over TP, at the kernels' efficiency.
   const double peak = s.chip.peak_tflops * 1e12, bw = s.chip.mem_bw_gbps * 1e9;
@@ -153,12 +158,12 @@ StepBreakdown step_time(const TrainingSetup& s) {
   const double per_mb = tp_mb + ep_mb + pp_mb;
   const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
   b.exposed_comm_s = m * exposed(per_mb, fb) + exposed(b.dp_comm_s, fb) + fill;
-  b.optimizer_s = s.work.params / static_cast<double>(s.chips) * s.optimizer_bytes / bw;
+  b.optimizer_s = s.work.params / static_cast<double>(b.chips_used) * s.optimizer_bytes / bw;
 
   b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.optimizer_s;
   b.tokens = static_cast<double>(b.global_batch) * s.work.seq;
   b.model_flops = 3 * s.work.forward_flops() * static_cast<double>(b.global_batch);
-  b.mfu = b.model_flops / (static_cast<double>(s.chips) * peak * b.step_s);
+  b.mfu = b.model_flops / (static_cast<double>(b.chips_used) * peak * b.step_s);
   return b;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,80 @@ double DeviceSpec::peak(DType dt) const {
   return it == peak_tflops.end() ? 0.0 : it->second;
 }
 
+namespace {
+
+std::string gap_text(const DeviceSpec& d, const std::string& name) {
+  const auto it = d.peak_absent.find(name);
+  if (it == d.peak_absent.end()) return "not listed in the device file";
+  const auto src = d.sources.find("peak_tflops." + name);
+  return src == d.sources.end() ? it->second : fmt::format("{} ({})", it->second, src->second);
+}
+
+}  // namespace
+
+std::string DeviceSpec::peak_gap(DType dt) const {
+  return gap_text(*this, std::string(dtype_name(dt)));
+}
+
+void assume_peak(DeviceSpec& d, std::string_view rule) {
+  const auto bad = [&](const std::string& why) {
+    throw InputError(fmt::format(
+        "--assume-peak '{}': {} (forms: bf16=fp8/2, bf16=fp8*0.5, bf16=500)", excerpt(rule), why));
+  };
+  const auto eq = rule.find('=');
+  if (eq == std::string_view::npos) bad("no '='");
+  const std::string dt(rule.substr(0, eq));
+  const std::string rhs(rule.substr(eq + 1));
+  if (!kPeakDtypes.count(dt))
+    bad(fmt::format("unknown dtype '{}' (known: {})", dt, join(kPeakDtypes)));
+  if (const auto it = d.peak_tflops.find(dt); it != d.peak_tflops.end())
+    bad(fmt::format("{} lists a {} peak of {:g} TFLOP/s; an assumption only fills a gap", d.id, dt,
+                    it->second));
+  if (const auto it = d.peak_absent.find(dt);
+      it != d.peak_absent.end() && it->second == kPeakNotSupported)
+    bad(fmt::format("{} does not support {}: {}", d.id, dt, gap_text(d, dt)));
+  // rhs: a number, or <dtype> followed by /N or *F.
+  const auto op = rhs.find_first_of("/*");
+  const std::string base = rhs.substr(0, op);
+  auto number = [&](const std::string& t) {
+    double x = 0;
+    std::size_t used = 0;
+    try {
+      x = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != t.size() || !(x > 0) || !std::isfinite(x))
+      bad(fmt::format("'{}' is not a positive number", excerpt(t)));
+    return x;
+  };
+  double value = 0;
+  std::string how;
+  if (kPeakDtypes.count(base)) {
+    const auto from = d.peak_tflops.find(base);
+    if (from == d.peak_tflops.end())
+      bad(fmt::format("{} lists no {} peak to derive from", d.id, base));
+    if (op == std::string::npos) bad(fmt::format("'{}' needs /N or *F", base));
+    const double f = number(rhs.substr(op + 1));
+    value = rhs[op] == '/' ? from->second / f : from->second * f;
+    how =
+        fmt::format("the {} peak {:g} {} {:g}", base, from->second, rhs[op] == '/' ? "/" : "x", f);
+  } else {
+    if (op != std::string::npos) bad(fmt::format("unknown dtype '{}'", excerpt(base)));
+    value = number(rhs);
+    how = "given";
+  }
+  const auto gap = d.peak_absent.find(dt);
+  const std::string vendor = gap == d.peak_absent.end() ? "not listed" : gap->second;
+  const std::string label =
+      fmt::format("ASSUMED (--assume-peak {}): {:g} TFLOP/s, {}; the vendor's figure: {}", rule,
+                  value, how, vendor);
+  d.peak_tflops[dt] = value;
+  d.peak_absent.erase(dt);
+  d.sources["peak_tflops." + dt] = label;
+  d.assumptions.push_back(label);
+}
+
 DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
   const json j = parse_json_input(json_text, origin);
   if (!j.is_object())
@@ -121,8 +196,17 @@ DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
   for (const auto& [dt, v] : peaks.items()) {
     if (!kPeakDtypes.count(dt))
       r.fail(fmt::format("peak_tflops has unknown dtype '{}' (known: {})", dt, join(kPeakDtypes)));
-    d.peak_tflops[dt] = r.number(v, "peak_tflops." + dt);
+    if (v.is_string()) {
+      const std::string gap = v.get<std::string>();
+      if (gap != kPeakNotPublished && gap != kPeakNotSupported)
+        r.fail(fmt::format("field 'peak_tflops.{}' must be a number, \"{}\" or \"{}\" (got \"{}\")",
+                           dt, kPeakNotPublished, kPeakNotSupported, excerpt(gap)));
+      d.peak_absent[dt] = gap;
+    } else {
+      d.peak_tflops[dt] = r.number(v, "peak_tflops." + dt);
+    }
   }
+  if (d.peak_tflops.empty()) r.fail("field 'peak_tflops' lists no number: no op could be judged");
   d.mem_bandwidth_gbps = r.number(r.field("mem_bandwidth_gbps"), "mem_bandwidth_gbps");
   d.mem_capacity_gb = r.number(r.field("mem_capacity_gb"), "mem_capacity_gb");
   const json& link = r.field("interconnect");
@@ -141,6 +225,7 @@ DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
   for (const auto& [key, v] : src.items()) d.sources[key] = r.text(v, "sources." + key);
   std::vector<std::string> need = {"mem_bandwidth_gbps", "mem_capacity_gb", "interconnect"};
   for (const auto& [dt, _] : d.peak_tflops) need.push_back("peak_tflops." + dt);
+  for (const auto& [dt, _] : d.peak_absent) need.push_back("peak_tflops." + dt);
   if (d.tdp_w > 0) need.push_back("tdp_w");
   for (const auto& key : need)
     if (!d.sources.count(key)) r.fail(fmt::format("'{}' has no entry in 'sources'", key));
@@ -207,6 +292,18 @@ DeviceSpec host_device(const HostCeilings& c) {
 
 namespace attain {
 
+namespace {
+
+// Numbers where the device lists them, the stated gaps as their words: the file's own form.
+nlohmann::json peaks_json(const DeviceSpec& d) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [dt, gap] : d.peak_absent) j[dt] = gap;
+  for (const auto& [dt, v] : d.peak_tflops) j[dt] = v;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json devices_json(const std::vector<DeviceSpec>& devs) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : devs)
@@ -214,7 +311,7 @@ nlohmann::json devices_json(const std::vector<DeviceSpec>& devs) {
                    {"name", d.name},
                    {"vendor", d.vendor},
                    {"kind", d.kind},
-                   {"peak_tflops", d.peak_tflops},
+                   {"peak_tflops", peaks_json(d)},
                    {"mem_bandwidth_gbps", d.mem_bandwidth_gbps},
                    {"mem_capacity_gb", d.mem_capacity_gb},
                    {"interconnect", d.interconnect},
@@ -225,17 +322,22 @@ nlohmann::json devices_json(const std::vector<DeviceSpec>& devs) {
 }
 
 std::string devices_table(const std::vector<DeviceSpec>& devs) {
-  std::string s = fmt::format("{:<14} {:<28} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13}\n", "id", "name",
-                              "bf16 TF", "fp8 TF", "fp4 TF", "HBM GB/s", "HBM GB", "link GB/s");
+  std::string s = fmt::format("{:<14} {:<28} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>10}\n",
+                              "id", "name", "fp32 TF", "bf16 TF", "fp16 TF", "fp8 TF", "fp4 TF",
+                              "HBM GB/s", "HBM GB", "link GB/s");
   auto tf = [](const DeviceSpec& d, const char* k) {
-    auto it = d.peak_tflops.find(k);
-    return it == d.peak_tflops.end() ? std::string("-") : fmt::format("{:.0f}", it->second);
+    if (auto it = d.peak_tflops.find(k); it != d.peak_tflops.end())
+      return fmt::format("{:.0f}", it->second);
+    if (auto it = d.peak_absent.find(k); it != d.peak_absent.end())
+      return std::string(it->second == kPeakNotSupported ? "n/s" : "n/p");
+    return std::string("-");
   };
   for (const auto& d : devs)
-    s += fmt::format("{:<14} {:<28} {:>9} {:>9} {:>9} {:>9.0f} {:>8.0f} {:>13.0f}\n", d.id, d.name,
-                     tf(d, "bf16"), tf(d, "fp8"), tf(d, "fp4"), d.mem_bandwidth_gbps,
-                     d.mem_capacity_gb, d.interconnect_gbps);
-  s += "dense peaks; sources: attain devices --json (field 'sources')\n";
+    s += fmt::format("{:<14} {:<28} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9.0f} {:>7.0f} {:>10.0f}\n",
+                     d.id, d.name, tf(d, "fp32"), tf(d, "bf16"), tf(d, "fp16"), tf(d, "fp8"),
+                     tf(d, "fp4"), d.mem_bandwidth_gbps, d.mem_capacity_gb, d.interconnect_gbps);
+  s += "dense peaks; n/p: not published by the vendor; n/s: not supported; -: not listed; "
+       "sources: attain devices --json (field 'sources')\n";
   return s;
 }
 

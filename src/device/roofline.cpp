@@ -47,7 +47,8 @@ Roofline host_roofline(const HostCeilings& c, int threads) {
 Roofline device_roofline(const DeviceSpec& d, DType dt) {
   const double peak = d.peak(dt);
   if (!(peak > 0))
-    throw InputError(fmt::format("device '{}' lists no dense {} peak", d.id, dtype_name(dt)));
+    throw InputError(
+        fmt::format("device '{}' has no dense {} peak: {}", d.id, dtype_name(dt), d.peak_gap(dt)));
   Roofline r;
   r.peak_tflops = peak;
   r.bw_gbps = d.mem_bandwidth_gbps;

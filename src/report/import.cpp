@@ -312,6 +312,7 @@ ImportOutcome import_csv(std::string_view text, const DeviceSpec& dev, const Imp
        "as measured by the CSV's source; not verified by attain; min_s/iqr_s/reps unknown"},
       {"flops_model", "2*M*N*K per GEMM (grouped: summed)"},
       {"bytes_model", "inputs read once + outputs written once, stored dtypes"}};
+  if (!dev.assumptions.empty()) out.file.config["assumed_peaks"] = dev.assumptions;
   return out;
 }
 

@@ -91,7 +91,8 @@ ResultsFile project_ops(const std::vector<CatalogOp>& ops, const DeviceSpec& d,
     r.flops = op.op.flops(), r.bytes = op.op.bytes();
     if (!(d.peak(op.op.dtype) > 0)) {
       r.status = "unsupported";
-      r.reason = fmt::format("device {} lists no dense {} peak", d.id, dtype_name(op.op.dtype));
+      r.reason = fmt::format("device {} has no dense {} peak: {}", d.id, dtype_name(op.op.dtype),
+                             d.peak_gap(op.op.dtype));
       f.results.push_back(std::move(r));
       continue;
     }
@@ -124,6 +125,7 @@ ResultsFile project_ops(const std::vector<CatalogOp>& ops, const DeviceSpec& d,
          "bandwidth) from the device database"},
         {"efficiency_source", eff.source},
         {"efficiencies_used", used}}}};
+  if (!d.assumptions.empty()) f.config["projection"]["assumed_peaks"] = d.assumptions;
   return f;
 }
 

@@ -75,7 +75,8 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["schema"] == "attain.cluster-sweep/1"
 p = j["points"]
-assert [x["chips"] for x in p] == [896, 9984, 99968], [x["chips"] for x in p]
+assert [x["chips"] for x in p] == [1000, 10000, 100000], [x["chips"] for x in p]
+assert [x["step"]["chips_used"] for x in p] == [896, 9984, 99968], [x["step"] for x in p]
 g = [x["variants"]["daly_spares"]["goodput"] for x in p]
 assert g[0] > g[1] > g[2], g
 for x in p:
@@ -106,10 +107,32 @@ expect_input_error() {
   grep -q "$msg" "$tmp/err" || fail "cluster $*: message lacks '$msg': $(cat "$tmp/err")"
 }
 expect_input_error "unknown failure table" --failures nosuch
-expect_input_error "do not split" --chips 1000 --pp 16
+expect_input_error "fewer than one TP 8 x PP 16 group (128 chips)" --chips 100 --pp 16
 expect_input_error "checkpoint" --checkpoint sometimes
 expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
 expect_input_error "no verified, measured result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
+# Any chip count: the largest DP that fits trains, the rest is said; the batch stays as given.
+"$bin" cluster --chips 100000 --days 60 --runs 16 --json --out "$tmp/100k.json" > /dev/null
+"$bin" cluster --chips 100000 --days 60 --runs 2 > "$tmp/100k.txt"
+grep -q "^chips       99968 of 100000 train; 32 in no whole group: 4 node(s) of them join the hot spares, 0 chip(s) idle" "$tmp/100k.txt" ||
+  fail "100,000 chips: leftover not said: $(cat "$tmp/100k.txt")"
+grep -q "^batch       2048 sequences as given, over DP 781" "$tmp/100k.txt" || fail "100,000 chips: batch not said"
+python3 - "$tmp/100k.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st, inp = d["step"], d["inputs"]
+assert st["global_batch"] == 2048 and st["chips_used"] == 99968 and st["chips_left"] == 32, st
+assert inp["chips"] == 100000 and inp["spare_nodes"] >= 4, inp
+PY
+"$bin" cluster --chips 100000 --runs 1 --days 1 --scale-batch --json |
+  python3 -c "import json,sys; s=json.load(sys.stdin)['step']; assert s['global_batch'] == 2343, s"
+
+# A chip whose bf16 peak is not published: refused with the reason, run with a labelled assumption.
+expect_input_error "has no bf16 peak: not published" --device ascend-950pr
+expect_input_error "an assumption only fills a gap" --assume-peak bf16=500
+"$bin" cluster --device ascend-950pr --assume-peak bf16=fp8/2 --runs 1 --days 1 > "$tmp/assumed.txt"
+grep -q "^peak        500 TFLOP/s bf16: ASSUMED (--assume-peak bf16=fp8/2)" "$tmp/assumed.txt" ||
+  fail "cluster does not label the assumed peak: $(head -3 "$tmp/assumed.txt")"
 echo "cluster CLI: ok"

@@ -11,7 +11,13 @@ for want in ["h100-sxm", "h200", "b200", "b300", "ascend-910b", "ascend-910c", "
     assert want in ids, want
 for x in d:
     assert x["sources"], x["id"]
+    for dt in ["fp32", "bf16", "fp16", "fp8", "fp4"]:  # a number or a stated gap, never blank
+        v = x["peak_tflops"][dt]
+        assert isinstance(v, (int, float)) or v in ("not published", "not supported"), (x["id"], dt, v)
+pr = next(x for x in d if x["id"] == "ascend-950pr")
+assert pr["peak_tflops"]["bf16"] == "not published", pr["peak_tflops"]
 PY
+"$ATTAIN" devices | grep -E "^ascend-950pr .* n/p .* 1000 " > /dev/null || fail "devices table lacks n/p for the 950PR: $("$ATTAIN" devices)"
 "$ATTAIN" probe --json > "$TMP/p.json"
 python3 - "$TMP/p.json" <<'PY'
 import json, sys

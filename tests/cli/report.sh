@@ -95,6 +95,23 @@ PY
 [ "$(json_get "$TMP/mine.json" 'd["machine"]["device"]')" = mychip ] || fail "device file by path"
 expect_error 2 "peak_tflops.bf16' has no entry in 'sources'" -- "$ATTAIN" import "$TMP/t.csv" --device "$TMP/badchip.json" -o "$TMP/x.json"
 expect_error 2 "cannot read device file" -- "$ATTAIN" import "$TMP/t.csv" --device "$TMP/nochip.json" -o "$TMP/x.json"
+# A peak the vendor does not publish (the 950PR's bf16): rows skipped saying so; an explicit
+# --assume-peak fills it, labelled in the output and in the results file.
+PR="$ROOT/data/devices/ascend-950pr.json"
+"$ATTAIN" import "$TMP/t.csv" --device "$PR" -o "$TMP/pr.json" > /dev/null 2> "$TMP/pr.err" || true
+grep -q "not published" "$TMP/pr.err" || fail "a bf16 row on the 950PR does not say 'not published': $(cat "$TMP/pr.err")"
+"$ATTAIN" import "$TMP/t.csv" --device "$PR" --assume-peak bf16=fp8/2 -o "$TMP/pr.json" > "$TMP/pr.txt" 2>/dev/null
+grep -q "^ASSUMED (--assume-peak bf16=fp8/2): 500 TFLOP/s" "$TMP/pr.txt" || fail "the assumption is not printed: $(cat "$TMP/pr.txt")"
+python3 - "$TMP/pr.json" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert f["config"]["assumed_peaks"][0].startswith("ASSUMED (--assume-peak bf16=fp8/2)"), f["config"]
+assert "ASSUMED" in f["machine"]["ceilings_used"]["source"], f["machine"]["ceilings_used"]
+PY
+"$ATTAIN" project --device "$PR" --suite quick --assume-peak bf16=fp8/2 > "$TMP/prp.txt"
+grep -q "^ASSUMED" "$TMP/prp.txt" || fail "project does not print the assumption"
+expect_error 2 "lists a bf16 peak of 1000 TFLOP/s; an assumption only fills a gap" -- "$ATTAIN" project --device "$DEV" --suite quick --assume-peak bf16=500
+expect_error 2 "does not support fp4" -- "$ATTAIN" project --device "$ROOT/data/devices/h100-sxm.json" --suite quick --assume-peak fp4=fp8*2
 
 # ---- report --------------------------------------------------------------------------
 "$ATTAIN" report "$TMP/a.json" "$TMP/imp.json" "$TMP/p.json" -o "$TMP/r.html" > "$TMP/r.txt"
