@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The results of record behind the table: (what was measured, the machine family, the file).
 # The headline run (docs/results/llm-1055-*.json) has its own block (scripts/readme-headline.py).
 RECORD = [
+    ("quick suite (60 ops)", "Intel Xeon guest", "docs/results/quick-intel-xeon-2026-12-05.json"),
     ("quick suite (60 ops)", "Zen 4 EPYC guest",
      "docs/results/quick-zen4-avx512-2026-12-04.json"),
     ("quick suite (60 ops), AVX2 kernels", "Zen 4 EPYC guest",

@@ -120,18 +120,20 @@ nlohmann::json to_json(const Comparison& c) {
 std::string comparison_text(const Comparison& c) {
   std::string s = fmt::format("{:<60} {:>12} {:>12} {:>9} {:>7} {:>7}\n", "op", "A time", "B time",
                               "A/B", "eff A", "eff B");
+  // A file judged against no roofline (a speeds-only run) has no efficiencies: "-", not 0.
+  auto one = [](double e) { return e > 0 ? fmt::format("{:.3f}", e) : std::string("-"); };
   for (const auto& r : c.rows)
-    s += fmt::format("{:<60} {:>10.3f}ms {:>10.3f}ms {:>8.2f}x {:>7.3f} {:>7.3f}\n",
-                     r.spec.substr(0, 60), r.a_s * 1e3, r.b_s * 1e3, r.speed_a_over_b,
-                     r.efficiency_a, r.efficiency_b);
+    s += fmt::format("{:<60} {:>10.3f}ms {:>10.3f}ms {:>8.2f}x {:>7} {:>7}\n", r.spec.substr(0, 60),
+                     r.a_s * 1e3, r.b_s * 1e3, r.speed_a_over_b, one(r.efficiency_a),
+                     one(r.efficiency_b));
   const Aggregate& ag = c.speed;
   s += fmt::format("\nA = {}\nB = {}\n", c.a, c.b);
   s += fmt::format(
       "{} ops in common: A runs at {:.1f}% of B's speed (geomean; median {:.1f}%, quartiles "
       "{:.1f}%..{:.1f}%)\n",
       c.rows.size(), 100 * ag.geomean, 100 * ag.median, 100 * ag.q1, 100 * ag.q3);
-  s += fmt::format("wins: A {}, B {}; geomean efficiency: A {:.3f}, B {:.3f}\n", c.wins_a, c.wins_b,
-                   c.efficiency_a_geomean, c.efficiency_b_geomean);
+  s += fmt::format("wins: A {}, B {}; geomean efficiency: A {}, B {}\n", c.wins_a, c.wins_b,
+                   one(c.efficiency_a_geomean), one(c.efficiency_b_geomean));
   s += fmt::format("\n{:<22} {:>5} {:>10} {:>8} {:>8}\n", "group", "ops", "A vs B", "eff A",
                    "eff B");
   auto eff = [](const Aggregate& a) {

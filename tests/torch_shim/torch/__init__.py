@@ -6,6 +6,7 @@ rounded as those types store them) and no float8 type, so an fp8 op is recorded 
 as on a real stack without one. tests/cli/torch_runner.sh uses it only when `import torch` fails.
 """
 import builtins
+import os
 import math
 import random
 import struct
@@ -229,7 +230,10 @@ def _promote(a, b):
 
 
 def matmul(a, b):
-    """[..., m, k] @ [..., k, n], the leading dims broadcast; sums in fp64, stored as a's dtype."""
+    """[..., m, k] @ [..., k, n], the leading dims broadcast; sums in fp64, stored as a's dtype.
+    With ATTAIN_SHIM_NO_FP16 set, float16 raises as torch 1.13's CPU build does."""
+    if os.environ.get("ATTAIN_SHIM_NO_FP16") and float16 in (a.dtype, b.dtype):
+        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
     lead_a, lead_b = a.shape[:-2], b.shape[:-2]
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if b.shape[-2] != k:
