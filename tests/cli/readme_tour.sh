@@ -66,6 +66,18 @@ tour "build/attain import h100-timings.csv --device h100-sxm -o h100.json"
 grep -q "imported 4 row" "$TMP/out" || fail "import: $(cat "$TMP/out")"
 tour "build/attain compare my-model.json h100.json"
 grep -q "^4 ops in common: A runs at .* of B's speed" "$TMP/out" || fail "compare with the import: $(cat "$TMP/out")"
+# The portable runner on "the GPU host": here the CPU device (the last --device wins), with the
+# real PyTorch where python3 has it, else the pure-Python stand-in.
+tour "build/attain catalog --model my-model/config.json --phase decode --tokens 8 --json --out my-suite.json" \
+  --context 256
+ln -s "$ROOT/scripts" scripts
+python3 -c "import torch" 2> /dev/null || export PYTHONPATH="$ROOT/tests/torch_shim${PYTHONPATH:+:$PYTHONPATH}"
+tour "python3 scripts/torch_runner.py my-suite.json --device cuda --device-id h100-sxm --out h100-torch.json" \
+  --device cpu --max-seconds 0.01 --min-reps 2 --flush-bytes 4096 --no-progress
+[ "$(json_get h100-torch.json 'sum(r["status"] == "ok" and r["verified"] for r in d["results"])')" = 6 ] \
+  || fail "torch runner: not 6 verified ops: $(cat "$TMP/err")"
+tour "build/attain report my-model.json h100.json h100-torch.json -o chips.html"
+grep -q "torch:cpu" chips.html || fail "report: the runner's series is missing from chips.html"
 LINES=$(grep -c '^\$ ' <<<"$TOUR")
 [ "$CHECKED" -eq "$LINES" ] || fail "README's tour has $LINES commands, this script runs $CHECKED"
 echo "README tour: ok"
