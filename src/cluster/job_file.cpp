@@ -283,6 +283,22 @@ std::string job_text(const JobOutcome& out) {
         fmt::format("  (published: {:g} and {:g} on {} chips in {:g} days)", ft.observed_unexpected,
                     ft.observed_planned, ft.observed_chips, ft.observed_days);
   t += "\n";
+  // The published counts are one run's: compare them with the spread of single runs (mean +-
+  // 1.96 sd), not with the interval of the mean, which narrows with every run simulated.
+  if (ft.observed_chips > 0 && b.chips_used == ft.observed_chips && o.days == ft.observed_days &&
+      mc.unexpected.n > 1) {
+    auto lo = [](const Stat& x) { return std::max(0.0, x.mean - 1.96 * x.sd); };
+    auto hi = [](const Stat& x) { return x.mean + 1.96 * x.sd; };
+    auto where = [&](double v, const Stat& x) {
+      return v >= lo(x) && v <= hi(x) ? "inside" : "OUTSIDE";
+    };
+    t += fmt::format(
+        "               one run: unexpected {:.0f}-{:.0f}, planned {:.0f}-{:.0f} (95% of single "
+        "runs); the published {:g} is {} and {:g} {}\n",
+        lo(mc.unexpected), hi(mc.unexpected), lo(mc.planned), hi(mc.planned),
+        ft.observed_unexpected, where(ft.observed_unexpected, mc.unexpected), ft.observed_planned,
+        where(ft.observed_planned, mc.planned));
+  }
   for (const auto& cause : ft.causes)
     t += fmt::format(
         "  {:<32} {:>8.1f}{}\n", cause.name, mc.by_cause.at(cause.name).mean,

@@ -113,6 +113,11 @@ expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
 expect_input_error "no verified, measured result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
+# The published counts are one run's: they fall inside the spread of single simulated runs.
+"$bin" cluster --runs 16 > "$tmp/llama3.txt"
+grep -q "one run: unexpected .* (95% of single runs); the published 419 is inside and 47 inside" "$tmp/llama3.txt" ||
+  fail "published counts against single runs: $(grep -A1 '^interruptions' "$tmp/llama3.txt")"
+
 # Any chip count: the largest DP that fits trains, the rest is said; the batch stays as given.
 "$bin" cluster --chips 100000 --days 60 --runs 16 --json --out "$tmp/100k.json" > /dev/null
 "$bin" cluster --chips 100000 --days 60 --runs 2 > "$tmp/100k.txt"
