@@ -41,6 +41,9 @@ inline constexpr const char* kPeakNotSupported = "not supported";
 // roofline and results file built from it. A published peak is never replaced, and a dtype the
 // device does not support gets none (InputError).
 void assume_peak(DeviceSpec& d, std::string_view rule);
+// load_device(id) with each assume_peak() rule applied in order: what a `--device` with
+// `--assume-peak` reads.
+DeviceSpec load_device(std::string_view id, const std::vector<std::string>& assume_peaks);
 
 std::vector<DeviceSpec> load_devices();  // every file in data/devices
 // A listed id, "host", or the path of a device file (containing '/' or ending in .json).

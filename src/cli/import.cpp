@@ -40,8 +40,7 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->out.empty() && !o->json)
       throw InputError("attain import needs -o/--out RESULTS.json (or --json)");
     if (o->backend.empty()) throw InputError("--backend must not be empty");
-    DeviceSpec dev = load_device(o->device);
-    for (const auto& rule : o->assume_peaks) assume_peak(dev, rule);
+    const DeviceSpec dev = load_device(o->device, o->assume_peaks);
     const std::string csv = read_input_file(o->file, kMaxResultsBytes, "CSV file");
     ImportOptions opt;
     opt.backend = o->backend;

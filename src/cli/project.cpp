@@ -40,8 +40,7 @@ const bool registered = add_command([](CLI::App& app) {
                   "write the projected results file (every result projected=true)");
   sub->add_flag("--json", o->json, "print the projected results file (JSON) on stdout");
   set_action(sub, [o, e] {
-    DeviceSpec dev = load_device(o->device);
-    for (const auto& rule : o->assume_peaks) assume_peak(dev, rule);
+    const DeviceSpec dev = load_device(o->device, o->assume_peaks);
     const EfficiencyModel eff =
         !o->like.empty() ? efficiency_like(read_results(o->like), o->like_backend, o->like)
                          : efficiency_uniform(e->count() > 0 ? o->efficiency : 1.0);

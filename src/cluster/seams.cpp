@@ -46,8 +46,7 @@ Chip chip_from_device(const DeviceSpec& d, DType dt) {
 }
 
 Chip load_chip(std::string_view device_id, DType dt, const std::vector<std::string>& assume_peaks) {
-  DeviceSpec d = load_device(device_id);
-  for (const auto& rule : assume_peaks) assume_peak(d, rule);
+  const DeviceSpec d = load_device(device_id, assume_peaks);
   const Chip c = chip_from_device(d, dt);
   if (!(c.peak_tflops > 0)) {
     std::string have;

@@ -265,6 +265,12 @@ DeviceSpec load_device(std::string_view id) {
       fmt::format("unknown device '{}' (known: {}; or a device file's path)", excerpt(id), known));
 }
 
+DeviceSpec load_device(std::string_view id, const std::vector<std::string>& assume_peaks) {
+  DeviceSpec d = load_device(id);
+  for (const auto& rule : assume_peaks) assume_peak(d, rule);
+  return d;
+}
+
 namespace probe {
 
 DeviceSpec host_device(const HostCeilings& c) {
