@@ -398,3 +398,168 @@ TEST(ClusterStep, EfficiencyFromMeasuredResults) {
   EXPECT_THROW(efficiency_from_results(f, "blis"), InputError);
   EXPECT_THROW(efficiency_from_results(ResultsFile{}), InputError);
 }
+
+TEST(ClusterStep, ChipOpsFollowTheLayout) {
+  const ModelWork w = llama405b(8192);
+  const WorkItem& qkv = w.forward[0];   // (8192, 3 x 16384, 16384): column-parallel
+  const WorkItem& qk = w.forward[1];    // 128 heads of (8192, 8192, 128)
+  const WorkItem& down = w.forward[5];  // (8192, 16384, 53248): row-parallel
+  Op o = chip_op(qkv, 1, 8);
+  EXPECT_EQ(o.m, 8192);
+  EXPECT_EQ(o.n, 3 * 16384 / 8);
+  EXPECT_EQ(o.k, 16384);
+  o = chip_op(down, 2, 8);  // two sequences a micro-batch: twice the rows
+  EXPECT_EQ(o.m, 16384);
+  EXPECT_EQ(o.n, 16384);
+  EXPECT_EQ(o.k, 53248 / 8);
+  o = chip_op(qk, 1, 8);
+  EXPECT_EQ(o.batch, 16);
+  EXPECT_EQ(o.m, 8192);
+  EXPECT_EQ(o.n, 8192);
+  // CP 4: every rank takes a quarter of the rows (queries), against all the keys.
+  o = chip_op(qk, 1, 8, 4);
+  EXPECT_EQ(o.m, 2048);
+  EXPECT_EQ(o.n, 8192);
+  EXPECT_EQ(chip_op(qkv, 1, 8, 4).m, 2048);
+  // Fewer heads than TP ranks: the rows split instead.
+  WorkItem few = qk;
+  few.op.batch = 2;
+  o = chip_op(few, 1, 8);
+  EXPECT_EQ(o.batch, 1);
+  EXPECT_EQ(o.m, 2 * 8192 / 8);
+  // FLOPs are conserved when the dimensions divide.
+  for (const auto& item : w.forward)
+    EXPECT_NEAR(chip_op(item, 1, 8, 2).flops() * 16, item.op.flops(), 1e-6 * item.op.flops());
+}
+
+TEST(ClusterStep, NearestMeasuredOp) {
+  auto g = [](std::int64_t m, std::int64_t n, std::int64_t k, DType dt = DType::bf16) {
+    Op o;
+    o.kind = OpKind::gemm, o.dtype = dt, o.m = m, o.n = n, o.k = k;
+    return o;
+  };
+  const std::vector<MeasuredOp> ms = {{g(8192, 8192, 8192), 0.9},
+                                      {g(128, 8192, 8192), 0.5},
+                                      {g(8192, 8192, 8192, DType::f32), 0.3}};
+  double d = -1;
+  const MeasuredOp* near = nearest_measured(ms, g(8192, 10240, 8192), &d);
+  ASSERT_NE(near, nullptr);
+  EXPECT_DOUBLE_EQ(near->efficiency, 0.9);
+  EXPECT_NEAR(d, std::log(10240.0 / 8192), 1e-12);
+  EXPECT_DOUBLE_EQ(nearest_measured(ms, g(64, 8192, 8192))->efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(nearest_measured(ms, g(64, 8192, 8192, DType::f32))->efficiency, 0.3);
+  EXPECT_EQ(nearest_measured(ms, g(64, 64, 64, DType::f16)), nullptr);  // no fp16 measured
+  Op b = g(8192, 8192, 128);
+  b.kind = OpKind::batched_gemm;
+  EXPECT_EQ(nearest_measured(ms, b), nullptr);  // no batched GEMM measured
+}
+
+TEST(ClusterStep, MeasuredEfficienciesPerOp) {
+  TrainingSetup s = llama3_setup();
+  s.efficiency = 0.5;
+  const StepBreakdown given = step_time(s);
+  ASSERT_EQ(given.ops.size(), s.work.forward.size());
+  EXPECT_EQ(given.ops_measured, 0);
+  double sum = 0;
+  for (const auto& o : given.ops) {
+    sum += o.fwd_s;
+    EXPECT_DOUBLE_EQ(o.efficiency, 0.5);
+  }
+  EXPECT_NEAR(sum, given.fwd_s, 1e-12 * given.fwd_s);
+  // The QKV projection measured at its exact chip shape runs at the measured 0.8, the other
+  // GEMMs take it from their nearest neighbour, attention (no batched GEMM measured) keeps 0.5.
+  s.measured = {{given.ops[0].op, 0.8}};
+  const StepBreakdown m = step_time(s);
+  EXPECT_EQ(m.ops_measured, 5);  // QKV, output, up/gate, down, LM head
+  EXPECT_DOUBLE_EQ(m.ops[0].efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(m.ops[0].distance, 0);
+  EXPECT_EQ(m.ops[0].measured, given.ops[0].op.spec());
+  EXPECT_NEAR(m.ops[0].fwd_s, given.ops[0].fwd_s * 0.5 / 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(m.ops[1].efficiency, 0.5);
+  EXPECT_TRUE(m.ops[1].measured.empty());
+  EXPECT_LT(m.step_s, given.step_s);
+  // A measured figure above 1 (a ceiling error) never makes an op faster than its roofline.
+  s.measured = {{given.ops[0].op, 1.4}};
+  EXPECT_DOUBLE_EQ(step_time(s).ops[0].efficiency, 1.0);
+}
+
+TEST(ClusterStep, ContextParallel) {
+  TrainingSetup s = llama3_setup();
+  s.work = llama405b(131072);
+  s.global_batch = 128;  // 16M tokens of 131,072 (Llama 3, Table 4)
+  s.par.cp = 16;
+  const StepBreakdown b = step_time(s);
+  EXPECT_EQ(b.cp, 16);
+  EXPECT_EQ(b.dp, 8);
+  EXPECT_EQ(b.chips_used, 16384);
+  EXPECT_EQ(b.micro_batches, 16);
+  // TP 8 fills a node: CP's K/V all-gathers cross the scale-out network.
+  EXPECT_GT(b.cp_comm_s, 0);
+  // Each CP rank computes 1/16 of every op; the model's FLOPs are the whole sequence's.
+  double per_rank = 0;
+  for (const auto& o : b.ops) per_rank += o.op.flops() * o.count;
+  EXPECT_NEAR(per_rank * 8 * 16, s.work.forward_flops(), 1e-6 * per_rank * 128);
+  EXPECT_NEAR(b.model_flops, 3 * s.work.forward_flops() * 128, 1e-6 * b.model_flops);
+  // Without CP the same chips hold 16x the DP ranks and no CP traffic.
+  s.par.cp = 1;
+  const StepBreakdown no_cp = step_time(s);
+  EXPECT_EQ(no_cp.dp, 128);
+  EXPECT_DOUBLE_EQ(no_cp.cp_comm_s, 0);
+  s.par.cp = 262144;  // more ranks than tokens
+  EXPECT_THROW(step_time(s), InputError);
+}
+
+TEST(ClusterStep, ImportedResultsCountAsMeasured) {
+  ResultsFile f;
+  f.machine.device = "h200";  // attain import: measured elsewhere, not verified here
+  auto add = [&](const char* spec, double eff) {
+    Result r;
+    r.backend = "cublas", r.op.op = Op::parse(spec), r.efficiency = eff, r.verified = false;
+    f.results.push_back(r);
+  };
+  add("gemm:m=8192,n=8192,k=8192,dtype=bf16", 0.8);
+  add("gemm:m=1,n=8192,k=8192,dtype=bf16", 0.5);
+  add("gemm:m=2,n=8192,k=8192,dtype=bf16", 1.2);  // a ceiling error: left out everywhere
+  const MeasuredEfficiency m = efficiency_from_results(f);
+  EXPECT_EQ(m.ops, 2);
+  EXPECT_NEAR(m.efficiency, std::sqrt(0.8 * 0.5), 1e-12);
+  ASSERT_EQ(m.measured.size(), 2u);
+  // The same op from two backends: the best.
+  add("gemm:m=8192,n=8192,k=8192,dtype=bf16", 0.85);
+  f.results.back().backend = "other";
+  const MeasuredEfficiency two = efficiency_from_results(f);
+  EXPECT_EQ(two.measured.size(), 2u);
+  double best = 0;
+  for (const auto& x : two.measured) best = std::max(best, x.efficiency);
+  EXPECT_DOUBLE_EQ(best, 0.85);
+  f.machine.device = "host";  // attain's own run: only verified results count
+  EXPECT_THROW(efficiency_from_results(f), InputError);
+}
+
+TEST(ClusterTarget, FewestSparesThatReachTheTarget) {
+  SimConfig c = simple(2, true);  // every failure waits an hour for a node without a spare
+  c.replace_min = 60;
+  c.spare_nodes = 0;
+  const double bare = monte_carlo(c, 8, 9).ettr.mean;
+  const TargetPlan t = plan_for_target(c, TargetMetric::ettr, bare + 0.05, 8, 9);
+  ASSERT_TRUE(t.reached);
+  EXPECT_GT(t.spare_nodes, 0);
+  EXPECT_GE(t.ettr.mean, bare + 0.05);
+  // One spare fewer, with the same seeds, falls short.
+  c.spare_nodes = t.spare_nodes - 1;
+  EXPECT_LT(monte_carlo(c, 8, 9).ettr.mean, bare + 0.05);
+  EXPECT_GT(t.evaluated, 1);
+  // Already met without spares: none.
+  EXPECT_EQ(plan_for_target(c, TargetMetric::ettr, bare - 0.05, 8, 9).spare_nodes, 0);
+  // Goodput: the same search on the other figure.
+  const TargetPlan g = plan_for_target(c, TargetMetric::goodput, t.goodput.mean, 8, 9);
+  EXPECT_TRUE(g.reached);
+  EXPECT_LE(g.spare_nodes, t.spare_nodes);
+  // A target that recovery time alone forbids: out of reach, with the best found.
+  const TargetPlan no = plan_for_target(c, TargetMetric::ettr, 0.9999, 8, 9);
+  EXPECT_FALSE(no.reached);
+  EXPECT_EQ(no.spare_nodes, 1024 / 8);
+  EXPECT_LT(no.ettr.mean, 0.9999);
+  EXPECT_THROW(plan_for_target(c, TargetMetric::ettr, 1.0, 8, 9), InputError);
+  EXPECT_THROW(plan_for_target(c, TargetMetric::ettr, 0, 8, 9), InputError);
+}

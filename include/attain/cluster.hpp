@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "attain/dtype.hpp"
+#include "attain/op.hpp"
 
 namespace attain {
 struct ModelConfig;
@@ -58,12 +59,19 @@ struct Topology {
 struct WorkItem {
   double flops = 0, bytes = 0, count = 1;  // one matrix op, occurring `count` times
   bool attention = false;  // QK^T or PV (a batched GEMM): fused kernels keep scores on chip
+  Op op;                   // the op itself, for one sequence (its shape on a chip: chip_op)
+};
+// An op measured on a chip: the shape that ran and the fraction of its roofline it reached.
+struct MeasuredOp {
+  Op op;
+  double efficiency = 0;
 };
 struct ModelWork {
   std::string name;
   double params = 0, active_params = 0;  // total; touched per token
   double expert_params = 0;              // MoE: routed-expert weights (sharded by EP)
   std::int64_t layers = 0, hidden = 0, seq = 0;
+  std::int64_t kv_dim = 0;  // K (and V) width per token: KV heads x head size (0: hidden)
   std::int64_t moe_layers = 0, experts = 0, experts_per_tok = 0;
   std::vector<WorkItem> forward;  // forward pass of ONE sequence of `seq` tokens
   double forward_flops() const;   // per sequence
@@ -96,6 +104,7 @@ enum class AllReduce { ring, tree, best };
 
 struct Parallelism {
   int tp = 0, pp = 0, ep = 0;  // 0 = choose (see choose_parallelism)
+  int cp = 1;                  // context parallel: each sequence's tokens split over CP ranks
   int micro_batch = 1;         // sequences per micro-batch
   int virtual_stages = 0;      // interleaved 1F1B chunks per rank; 0 = choose
 };
@@ -116,10 +125,23 @@ struct TrainingSetup {
   double act_bytes = 2;         // bytes per activation element sent (bf16)
   double optimizer_bytes = 16;  // bytes touched per parameter in the optimizer update
   bool scale_batch = false;     // raise the batch to whole micro-batches on every DP rank
+  // Per-op efficiencies measured on a chip (efficiency_from_results): each op runs at the
+  // efficiency of the nearest measured op of its kind and dtype; with none, at `efficiency`.
+  std::vector<MeasuredOp> measured;
+};
+
+// One op of the forward pass as one chip runs it, and the time it takes there.
+struct OpStep {
+  Op op;                  // the shape on one chip (chip_op)
+  double count = 0;       // times per forward pass of the whole model
+  double efficiency = 0;  // the fraction of its roofline it runs at
+  std::string measured;   // the measured op that efficiency is from ("": the setup's efficiency)
+  double distance = 0;    // how far that op's shape is: sum of |ln ratio| of M, N, K, batch
+  double fwd_s = 0;       // its share of one micro-batch's forward on one stage
 };
 
 struct StepBreakdown {
-  int tp = 1, pp = 1, dp = 1, ep = 1, virtual_stages = 1;
+  int tp = 1, cp = 1, pp = 1, dp = 1, ep = 1, virtual_stages = 1;
   std::int64_t micro_batches = 1;  // per pipeline per step: the busiest DP rank's
   std::int64_t global_batch = 0;   // sequences per step: the user's, or raised by scale_batch
   std::int64_t chips_used = 0;     // TP x PP x DP: the chips that train
@@ -127,13 +149,15 @@ struct StepBreakdown {
   double fwd_s = 0, bwd_s = 0;     // one micro-batch on one stage
   double compute_s = 0;            // all micro-batches on one stage
   double bubble_s = 0;
-  double tp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0, dp_comm_s = 0;  // totals per step
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0, dp_comm_s = 0;  // per step
   double exposed_comm_s = 0;  // the part of the above not hidden under compute
   double optimizer_s = 0;
   double step_s = 0;
-  double tokens = 0;       // per step
-  double model_flops = 0;  // per step: 3 x forward (6ND-style, attention included)
-  double mfu = 0;          // model_flops / (chips_used * peak * step_s)
+  double tokens = 0;              // per step
+  double model_flops = 0;         // per step: 3 x forward (6ND-style, attention included)
+  double mfu = 0;                 // model_flops / (chips_used * peak * step_s)
+  std::vector<OpStep> ops;        // the compute, op by op
+  std::int64_t ops_measured = 0;  // ops whose efficiency came from a measured neighbour
 };
 
 // Fills tp/pp/ep/virtual_stages left at 0: TP = chips per node for dense models (1 for MoE),
@@ -142,11 +166,27 @@ struct StepBreakdown {
 // The software efficiency measured by `attain bench`: the geometric mean of `efficiency` over
 // the verified, measured (not projected) results with status ok, optionally only one backend's.
 // Throws InputError when none qualifies.
+// Imported results (`attain import`: measured elsewhere, unverified here) count as measured.
+// `measured` holds each qualifying op once, at the best efficiency any backend reached on it
+// (an op above its roofline is a ceiling error and left out).
 struct MeasuredEfficiency {
-  double efficiency = 0;
+  double efficiency = 0;  // geometric mean over the qualifying results
   std::int64_t ops = 0;
+  std::vector<MeasuredOp> measured;
 };
 MeasuredEfficiency efficiency_from_results(const ResultsFile& f, std::string_view backend = {});
+
+// The op one chip runs for `item` in a micro-batch of `micro_batch` sequences under TP `tp`:
+// M grows with the micro-batch; Megatron's column- and row-parallel split divides the larger of
+// N and K by TP (QKV, up/gate and the LM head split N, the output projection and down split K);
+// attention splits its (KV) heads, and with fewer heads than TP ranks their rows.
+// With context parallelism the rows (tokens, and attention's queries) split over `cp` too;
+// every rank's queries meet all the sequence's keys.
+Op chip_op(const WorkItem& item, int micro_batch, int tp, int cp = 1);
+// The measured op nearest to `op`: the same kind and dtype, the least sum of |ln ratio| of M, N,
+// K and batch (written to *distance); nullptr when none has that kind and dtype.
+const MeasuredOp* nearest_measured(const std::vector<MeasuredOp>& measured, const Op& op,
+                                   double* distance = nullptr);
 
 Parallelism choose_parallelism(const TrainingSetup& s);
 StepBreakdown step_time(const TrainingSetup& s);  // throws InputError on impossible layouts
@@ -304,5 +344,24 @@ MonteCarlo monte_carlo(const SimConfig& c, int runs, std::uint64_t seed, int thr
 
 // Expected ETTR in closed form (first order, ignoring failures during recovery), for checks.
 double expected_ettr(const SimConfig& c);
+
+// ---------------------------------------------------------------- planning to a target
+// The fewest hot-spare nodes with which the mean ETTR (or goodput) of `runs` simulated runs
+// reaches `target`, at the job's checkpoint interval (Daly's optimum unless one is given):
+// spares 0, 1, 2, 4, ... until it is reached, then bisection (every count with the same seeds).
+// Unreachable when even one spare per node of the job falls short: then `spare_nodes` is that
+// count and `best` its figure.
+enum class TargetMetric { ettr, goodput };
+struct TargetPlan {
+  TargetMetric metric = TargetMetric::ettr;
+  double target = 0;
+  bool reached = false;
+  int spare_nodes = 0;
+  double interval_min = 0;  // the checkpoint interval the runs used
+  Stat ettr, goodput;       // at spare_nodes
+  int evaluated = 0;        // spare counts simulated
+};
+TargetPlan plan_for_target(const SimConfig& c, TargetMetric metric, double target, int runs,
+                           std::uint64_t seed, int threads = 0);
 
 }  // namespace attain::cluster

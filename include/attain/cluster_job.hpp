@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,10 +31,11 @@ struct JobRequest {
   double peak_tflops = 0, mem_gbps = 0, mem_gb = -1, scaleup_gbps = 0;  // overrides (0, -1: none)
   std::vector<std::string> assume_peaks;  // assume_peak() rules for peaks the vendor omits
   std::int64_t chips = 16384, seq = 8192, batch = 2048;
-  int tp = 0, pp = 0, ep = 0, micro_batch = 1, virtual_stages = 0;
+  int tp = 0, pp = 0, ep = 0, cp = 1, micro_batch = 1, virtual_stages = 0;
   double efficiency = 0.7, overlap = 0.8;
   std::string efficiency_from, efficiency_backend;  // results the efficiency comes from
   std::int64_t efficiency_ops = 0;                  // ... and how many (0: given)
+  std::vector<MeasuredOp> measured;                 // ... each op once (per-op efficiencies)
   std::string allreduce = "best";
   bool recompute = false, unfused_attention = false;
   bool scale_batch = false;  // raise --batch to whole micro-batches on every DP rank
@@ -44,6 +46,7 @@ struct JobRequest {
   std::string checkpoint = "async", interval = "auto", spares = "auto";
   double storage_gbps = 2000, ckpt_bytes_per_param = 14, ckpt_overhead_s = 2, host_copy_gbps = 25;
   double repair_hours = 48, replace_min = 60, straggler_fraction = 0, straggler_slowdown = 1;
+  double target_ettr = 0, target_goodput = 0;  // > 0: solve for the spares that reach it
   int runs = 16, threads = 0;
   std::uint64_t seed = 1;
   bool timeline = true;             // record run 0's interruptions
@@ -61,6 +64,7 @@ struct JobOutcome {
   SimConfig sim;
   FailureTable failures;
   MonteCarlo mc;
+  std::optional<TargetPlan> target;  // with --target-ettr / --target-goodput
 };
 // `progress(runs done)` on the calling thread.
 JobOutcome simulate_job(const JobRequest& req, const std::function<void(int)>& progress = {});
@@ -80,6 +84,7 @@ struct SweepPoint {
   TrainingSetup setup;  // chips rounded down to whole TP x PP (x EP) groups
   StepBreakdown step;
   std::vector<SweepVariantOutcome> variants;
+  std::optional<TargetPlan> target;  // with --target-ettr / --target-goodput
 };
 struct SweepOutcome {
   JobRequest request;

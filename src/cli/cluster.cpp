@@ -93,6 +93,8 @@ const bool registered = add_command([](CLI::App& app) {
                 "raise the batch to whole micro-batches on every DP rank (default: kept as given)");
   sub->add_option("--tp", q->tp, "tensor parallel size (default: chips per node, 1 for MoE)");
   sub->add_option("--pp", q->pp, "pipeline parallel size (default: smallest power of 2 that fits)");
+  sub->add_option("--cp", q->cp,
+                  "context parallel size: each sequence's tokens over CP ranks (default 1)");
   sub->add_option("--ep", q->ep, "expert parallel size (MoE; default chips per node)");
   sub->add_option("--micro-batch", q->micro_batch, "sequences per micro-batch (default 1)");
   sub->add_option("--virtual-stages", q->virtual_stages,
@@ -101,9 +103,16 @@ const bool registered = add_command([](CLI::App& app) {
                   "fraction of the roofline the kernels reach (default 0.7)");
   sub->add_option(
       "--efficiency-from", q->efficiency_from,
-      "take the efficiency from measured results (attain bench --out FILE): geometric mean");
+      "take the efficiency from measured results (attain bench --out FILE, or attain import): "
+      "each op at the nearest measured op of its kind and dtype, the rest at their geometric "
+      "mean");
   sub->add_option("--efficiency-backend", q->efficiency_backend,
                   "with --efficiency-from: only this backend");
+  sub->add_option("--target-ettr", q->target_ettr,
+                  "solve for the fewest hot spares that reach this mean ETTR (e.g. 0.95), at the "
+                  "checkpoint interval in use (with --sweep: at every scale)");
+  sub->add_option("--target-goodput", q->target_goodput,
+                  "the same for a goodput (a fraction of the cluster's peak)");
   sub->add_option("--overlap", q->overlap,
                   "fraction of communication hidden under compute (default 0.8)");
   sub->add_option("--allreduce", q->allreduce, "ring, tree or best (default best)");

@@ -43,8 +43,14 @@ TrainingSetup make_setup(const JobRequest& o, std::int64_t chips, const ModelWor
   s.chips = chips;
   s.global_batch = o.batch;
   s.scale_batch = o.scale_batch;
-  s.par = {o.tp, o.pp, o.ep, o.micro_batch, o.virtual_stages};
+  s.par = {.tp = o.tp,
+           .pp = o.pp,
+           .ep = o.ep,
+           .cp = o.cp,
+           .micro_batch = o.micro_batch,
+           .virtual_stages = o.virtual_stages};
   s.efficiency = o.efficiency, s.overlap = o.overlap, s.recompute = o.recompute;
+  s.measured = o.measured;
   s.fused_attention = !o.unfused_attention;
   if (o.allreduce == "ring")
     s.allreduce = AllReduce::ring;
@@ -110,6 +116,15 @@ ModelWork work_of(const JobRequest& o) {
   return model_work(load_bundled_model(o.model), o.seq, parse_dt(o.dtype));
 }
 
+// With a target: the fewest spares that reach it, at the job's checkpointing.
+std::optional<TargetPlan> target_of(const JobRequest& o, const SimConfig& c) {
+  if (o.target_ettr > 0)
+    return plan_for_target(c, TargetMetric::ettr, o.target_ettr, o.runs, o.seed, o.threads);
+  if (o.target_goodput > 0)
+    return plan_for_target(c, TargetMetric::goodput, o.target_goodput, o.runs, o.seed, o.threads);
+  return std::nullopt;
+}
+
 const SweepVariant kVariants[] = {
     {"fixed", "sync checkpoints at a fixed interval, no hot spares", Checkpoint::sync, false,
      false},
@@ -126,6 +141,7 @@ void JobRequest::validate() {
   if (chips <= 0 || chips > kMaxChips)
     throw InputError(fmt::format("--chips {} outside 1..{}", chips, kMaxChips));
   if (seq <= 0 || batch <= 0) throw InputError("--seq and --batch must be positive");
+  if (cp < 1) throw InputError(fmt::format("--cp {} must be 1 or more", cp));
   if (!(days >= 0 && days <= kMaxSimDays))
     throw InputError(fmt::format("--days {:g} outside 0..{:g}", days, kMaxSimDays));
   if (!(tokens >= 0 && std::isfinite(tokens)))
@@ -135,10 +151,16 @@ void JobRequest::validate() {
       throw InputError(fmt::format("--sweep chip count {} outside 1..{}", n, kMaxChips));
   parse_checkpoint(checkpoint);
   interval_min(*this);
+  if (target_ettr != 0 && target_goodput != 0)
+    throw InputError("give --target-ettr or --target-goodput, not both");
+  for (double t : {target_ettr, target_goodput})
+    if (t != 0 && !(t > 0 && t < 1))
+      throw InputError(fmt::format("a target of {:g} is not a fraction in (0, 1)", t));
   if (!efficiency_from.empty()) {
     const auto m = efficiency_from_results(read_results(efficiency_from), efficiency_backend);
     efficiency = std::min(1.0, m.efficiency);
     efficiency_ops = m.ops;
+    measured = m.measured;
   }
 }
 
@@ -150,6 +172,7 @@ JobOutcome simulate_job(const JobRequest& req, const std::function<void(int)>& p
   o.step = step_time(o.setup);
   o.sim = make_sim(req, o.setup, o.step, o.failures);
   o.mc = monte_carlo(o.sim, req.runs, req.seed, req.threads, progress);
+  o.target = target_of(req, o.sim);
   return o;
 }
 
@@ -187,6 +210,9 @@ SweepOutcome sweep_jobs(const JobRequest& req,
       runs_before += static_cast<std::size_t>(req.runs);
       pt.variants.push_back(std::move(vo));
     }
+    JobRequest rt = req;
+    rt.interval = "auto", rt.timeline = false;
+    pt.target = target_of(rt, make_sim(rt, pt.setup, pt.step, out.failures));
     out.points.push_back(std::move(pt));
   }
   return out;

@@ -31,8 +31,23 @@ ojson stat_json(const Stat& s) {
           {"p5", num(s.p5)},     {"p95", num(s.p95)}, {"n", s.n}};
 }
 
+// The compute op by op: the shape on one chip (an `attain bench --op` spec), its efficiency and
+// where that came from.
+ojson ops_json(const StepBreakdown& b) {
+  ojson a = ojson::array();
+  for (const auto& o : b.ops)
+    a.push_back({{"op", o.op.spec()},
+                 {"count", o.count},
+                 {"efficiency", o.efficiency},
+                 {"measured", o.measured.empty() ? ojson(nullptr) : ojson(o.measured)},
+                 {"distance", o.distance},
+                 {"fwd_s", o.fwd_s}});
+  return a;
+}
+
 ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
   return {{"tp", b.tp},
+          {"cp", b.cp},
           {"pp", b.pp},
           {"dp", b.dp},
           {"ep", b.ep},
@@ -48,6 +63,7 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
           {"compute_s", b.compute_s},
           {"bubble_s", b.bubble_s},
           {"tp_comm_s", b.tp_comm_s},
+          {"cp_comm_s", b.cp_comm_s},
           {"ep_comm_s", b.ep_comm_s},
           {"pp_comm_s", b.pp_comm_s},
           {"dp_comm_s", b.dp_comm_s},
@@ -55,7 +71,9 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
           {"optimizer_s", b.optimizer_s},
           {"step_s", b.step_s},
           {"model_flops", b.model_flops},
-          {"mfu", b.mfu}};
+          {"mfu", b.mfu},
+          {"ops_measured", b.ops_measured},
+          {"ops", ops_json(b)}};
 }
 
 ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& c) {
@@ -125,6 +143,55 @@ struct JobParts {
 };
 JobParts parts_of(const JobOutcome& out) {
   return {out.request, out.setup, out.step, out.sim, out.failures, out.mc, out.mc.plan};
+}
+
+// The ops that took a measured efficiency: what each runs as on one chip, the measured op it
+// follows and its share of the forward pass.
+std::string ops_text(const StepBreakdown& b) {
+  std::string t =
+      fmt::format("            per op ({} of {} from the nearest measured op; forward share):\n",
+                  b.ops_measured, b.ops.size());
+  for (const auto& o : b.ops)
+    t += fmt::format("              {:<52} eff {:.2f}  {:>5.1f}%  {}\n", o.op.spec(), o.efficiency,
+                     b.fwd_s > 0 ? 100 * o.fwd_s / b.fwd_s : 0.0,
+                     o.measured.empty()
+                         ? std::string("no measured op of its kind: the geometric mean")
+                     : o.distance < 1e-9 ? std::string("measured")
+                                         : fmt::format("as {}", o.measured));
+  return t;
+}
+
+std::string_view metric_name(TargetMetric m) {
+  return m == TargetMetric::ettr ? "ETTR" : "goodput";
+}
+
+// The answer to --target-ettr / --target-goodput, beside the spares the job ran with.
+std::string target_text(const TargetPlan& t, int spares_run) {
+  const Stat& got = t.metric == TargetMetric::ettr ? t.ettr : t.goodput;
+  if (!t.reached)
+    return fmt::format(
+        "target      {} {} is out of reach by hot spares: with one per node ({}) it is {}; the "
+        "rest is detection, restarts, checkpoint loads and lost work (try --checkpoint memory, "
+        "a faster --restart-min)\n",
+        metric_name(t.metric), pct(t.target), t.spare_nodes, pct_ci(got));
+  const bool ettr = t.metric == TargetMetric::ettr;
+  return fmt::format(
+      "target      {} {}: {} hot-spare node{} (this run had {}) at a {:.1f} min checkpoint "
+      "interval give {} {} ({} {}; {} spare counts simulated)\n",
+      metric_name(t.metric), pct(t.target), t.spare_nodes, t.spare_nodes == 1 ? "" : "s",
+      spares_run, t.interval_min, metric_name(t.metric), pct_ci(got), ettr ? "goodput" : "ETTR",
+      pct(ettr ? t.goodput.mean : t.ettr.mean), t.evaluated);
+}
+
+ojson target_json(const TargetPlan& t) {
+  return {{"metric", metric_name(t.metric)},
+          {"target", t.target},
+          {"reached", t.reached},
+          {"spare_nodes", t.spare_nodes},
+          {"interval_min", num(t.interval_min)},
+          {"ettr", stat_json(t.ettr)},
+          {"goodput", stat_json(t.goodput)},
+          {"evaluated", t.evaluated}};
 }
 
 }  // namespace
@@ -210,6 +277,7 @@ ojson to_json(const JobOutcome& out) {
                     {"spare_used", e.spare_used}});
     j["timeline"] = tl;
   }
+  if (out.target) j["target"] = target_json(*out.target);
   return j;
 }
 
@@ -250,17 +318,19 @@ std::string job_text(const JobOutcome& out) {
     t += fmt::format("peak        {:g} TFLOP/s {}: {}\n", s.chip.peak_tflops, o.dtype,
                      s.chip.peak_source);
   t += fmt::format(
-      "step        TP {} x PP {} ({} virtual) x DP {}{}; {} micro-batches of {} x {} tokens\n",
-      b.tp, b.pp, b.virtual_stages, b.dp, b.ep > 1 ? fmt::format(" (EP {})", b.ep) : "",
-      b.micro_batches, s.par.micro_batch, s.work.seq);
+      "step        TP {}{} x PP {} ({} virtual) x DP {}{}; {} micro-batches of {} x {} tokens\n",
+      b.tp, b.cp > 1 ? fmt::format(" x CP {}", b.cp) : "", b.pp, b.virtual_stages, b.dp,
+      b.ep > 1 ? fmt::format(" (EP {})", b.ep) : "", b.micro_batches, s.par.micro_batch,
+      s.work.seq);
   t += fmt::format(
       "            compute {:.3f} s + bubble {:.3f} s + exposed comm {:.3f} s + optimizer {:.3f} s "
       "= {:.3f} s\n",
       b.compute_s, b.bubble_s, b.exposed_comm_s, b.optimizer_s, b.step_s);
   t += fmt::format(
-      "            comm before overlap: TP {:.3f} s, EP {:.3f} s, PP {:.3f} s, DP {:.3f} s "
+      "            comm before overlap: TP {:.3f} s,{} EP {:.3f} s, PP {:.3f} s, DP {:.3f} s "
       "(overlap {:g})\n",
-      b.tp_comm_s, b.ep_comm_s, b.pp_comm_s, b.dp_comm_s, s.overlap);
+      b.tp_comm_s, b.cp > 1 ? fmt::format(" CP {:.3f} s,", b.cp_comm_s) : "", b.ep_comm_s,
+      b.pp_comm_s, b.dp_comm_s, s.overlap);
   t += fmt::format(
       "            MFU {} (3 x forward FLOPs / (chips that train x peak x step); efficiency "
       "{:.3g}{})\n",
@@ -268,6 +338,7 @@ std::string job_text(const JobOutcome& out) {
       o.efficiency_ops > 0
           ? fmt::format(", geometric mean of {} results in {}", o.efficiency_ops, o.efficiency_from)
           : "");
+  if (b.ops_measured > 0) t += ops_text(b);
   t += layout_notes(o, s, b);
   t += fmt::format(
       "checkpoint  {} of {:.2f} TB: pause {:.1f} s, durable {:.1f} s later, load {:.1f} s\n",
@@ -316,6 +387,7 @@ std::string job_text(const JobOutcome& out) {
   else
     t += fmt::format("tokens trained: {:.4g} ({:.4g} per day)\n", mc.tokens.mean,
                      mc.tokens.mean / (mc.wall_h.mean / 24));
+  if (out.target) t += target_text(*out.target, c.spare_nodes);
   return t;
 }
 
@@ -356,6 +428,7 @@ ojson to_json(const SweepOutcome& out) {
                             {"spare_nodes", v.spare_nodes}};
     }
     p["variants"] = vr;
+    if (pt.target) p["target"] = target_json(*pt.target);
     points.push_back(p);
   }
   j["points"] = points;
@@ -372,8 +445,11 @@ std::string sweep_text(const SweepOutcome& out) {
       "goodput (ETTR) by variant: fixed = sync every {:g} min, no spares; daly = Daly's interval;\n"
       "+spares = hot spares ({}); async = asynchronous checkpoints\n",
       out.fixed_interval_min, o.spares == "auto" ? "2% of nodes" : o.spares);
-  t += fmt::format("{:>8} {:>8} {:>9} {:>7} {:>6}  {:>15} {:>15} {:>15} {:>15}\n", "chips", "train",
-                   "MTBF h", "step s", "MFU", "fixed", "daly", "daly+spares", "async+spares");
+  const auto& tp = out.points.empty() ? std::optional<TargetPlan>() : out.points[0].target;
+  t += fmt::format(
+      "{:>8} {:>8} {:>9} {:>7} {:>6}  {:>15} {:>15} {:>15} {:>15}{}\n", "chips", "train", "MTBF h",
+      "step s", "MFU", "fixed", "daly", "daly+spares", "async+spares",
+      tp ? fmt::format("  spares for {} {}", metric_name(tp->metric), pct(tp->target)) : "");
   for (const auto& pt : out.points) {
     t += fmt::format("{:>8} {:>8} ", pt.setup.chips, pt.step.chips_used);
     if (!pt.variants.empty())
@@ -381,12 +457,24 @@ std::string sweep_text(const SweepOutcome& out) {
                        pt.step.step_s, pct(pt.step.mfu));
     for (const auto& v : pt.variants)
       t += fmt::format(" {:>6} ({:>5})", pct(v.mc.goodput.mean), pct(v.mc.ettr.mean));
+    if (pt.target) {
+      const Stat& got =
+          pt.target->metric == TargetMetric::ettr ? pt.target->ettr : pt.target->goodput;
+      t += pt.target->reached
+               ? fmt::format("  {:>7} ({:>5})", pt.target->spare_nodes, pct(got.mean))
+               : fmt::format("  out of reach ({:>5})", pct(got.mean));
+    }
     t += "\n";
   }
   t += fmt::format(
       "train: chips in whole TP x PP x DP groups; whole nodes of the rest are hot spares in the "
       "+spares variants, the rest idle. The batch is {} sequences at every scale{}.\n",
       o.batch, o.scale_batch ? " raised to whole micro-batches per DP rank (--scale-batch)" : "");
+  if (tp)
+    t += fmt::format(
+        "spares for {} {}: the fewest hot-spare nodes whose runs reach it, {} checkpoints at "
+        "Daly's interval (the figure reached in parentheses).\n",
+        metric_name(tp->metric), pct(tp->target), o.checkpoint);
   return t;
 }
 

@@ -15,6 +15,9 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
   ModelWork w;
   w.name = cfg.name;
   w.layers = cfg.layers, w.hidden = cfg.hidden, w.seq = seq;
+  const std::int64_t head =
+      cfg.head_dim > 0 ? cfg.head_dim : cfg.hidden / std::max<std::int64_t>(1, cfg.heads);
+  w.kv_dim = (cfg.kv_heads > 0 ? cfg.kv_heads : cfg.heads) * head;
   w.params = cfg.params(), w.active_params = cfg.active_params();
   if (cfg.is_moe()) {
     w.experts = cfg.experts, w.experts_per_tok = cfg.experts_per_tok;
@@ -29,7 +32,8 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
   pass.phase = "prefill", pass.tokens = seq, pass.context = seq, pass.dtype = dt;
   for (const auto& op : model_ops(cfg, pass))
     w.forward.push_back({op.op.flops(), op.op.bytes(), static_cast<double>(op.prov.count),
-                         op.op.kind == OpKind::batched_gemm || op.op.kind == OpKind::mla_decode});
+                         op.op.kind == OpKind::batched_gemm || op.op.kind == OpKind::mla_decode,
+                         op.op});
   return w;
 }
 

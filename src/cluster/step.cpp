@@ -1,11 +1,12 @@
 // One training step on a healthy cluster: roofline compute + collectives + pipeline bubble.
 //
-// Rank order is [TP, PP, DP] (TP fastest): TP groups sit inside a node when tp <= chips per
-// node, pipeline neighbours share a node only when tp * pp fits in one, and DP peers are on
-// other nodes once tp * pp fills a node. EP groups are carved out of DP and stay inside a node
-// while tp * ep fits in it. Megatron-style sequence parallelism: per layer and micro-batch the
-// forward pass runs 2 all-gathers and 2 reduce-scatters of the activations over TP, the
-// backward pass the same; MoE layers run dispatch + combine all-to-alls forward and backward.
+// Rank order is [TP, CP, PP, DP] (TP fastest): TP groups sit inside a node when tp <= chips
+// per node, CP peers share a node while tp * cp fits in one, pipeline neighbours only when
+// tp * cp * pp does, and DP peers are on other nodes once a replica fills a node. EP groups are
+// carved out of DP and stay inside a node while tp * ep fits in it. Megatron-style sequence
+// parallelism: per layer and micro-batch the forward pass runs 2 all-gathers and 2 reduce-scatters
+// of the activations over TP, the backward pass the same; MoE layers run dispatch + combine
+// all-to-alls forward and backward.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +37,7 @@ Parallelism choose_parallelism(const TrainingSetup& s) {
   const bool moe = s.work.experts > 0;
   const int cpn = std::max(1, s.topo.chips_per_node);
   if (p.tp <= 0) p.tp = moe ? 1 : std::min(8, cpn);
+  if (p.cp <= 0) p.cp = 1;
   if (p.ep <= 0) p.ep = moe ? static_cast<int>(std::min<std::int64_t>(cpn, s.work.experts)) : 1;
   if (p.pp <= 0) {
     p.pp = 1;
@@ -65,9 +67,13 @@ StepBreakdown step_time(const TrainingSetup& s) {
   if (s.par.micro_batch <= 0) throw InputError("micro-batch must be positive");
 
   const Parallelism p = choose_parallelism(s);
-  const int tp = p.tp, pp = p.pp, ep = p.ep, v = p.virtual_stages;
-  if (tp <= 0 || pp <= 0 || ep <= 0 || v <= 0) throw InputError("parallel sizes must be positive");
-  const std::int64_t mp = static_cast<std::int64_t>(tp) * pp;
+  const int tp = p.tp, cp = p.cp, pp = p.pp, ep = p.ep, v = p.virtual_stages;
+  if (tp <= 0 || cp <= 0 || pp <= 0 || ep <= 0 || v <= 0)
+    throw InputError("parallel sizes must be positive");
+  if (cp > s.work.seq)
+    throw InputError(fmt::format("CP {} exceeds the {} tokens of a sequence", cp, s.work.seq));
+  // One model replica: TP x CP x PP chips (CP ranks hold the same weights, other tokens).
+  const std::int64_t mp = static_cast<std::int64_t>(tp) * cp * pp;
   if (pp > s.work.layers)
     throw InputError(fmt::format("PP {} exceeds the {} layers", pp, s.work.layers));
   if (static_cast<std::int64_t>(pp) * v > s.work.layers)
@@ -77,13 +83,13 @@ StepBreakdown step_time(const TrainingSetup& s) {
   // The largest DP the chips hold (a multiple of EP for MoE); the chips left over train nothing.
   const std::int64_t unit = mp * (s.work.experts > 0 ? ep : 1);
   if (s.chips < unit)
-    throw InputError(fmt::format("{} chips are fewer than one TP {} x PP {}{} group ({} chips)",
-                                 s.chips, tp, pp,
+    throw InputError(fmt::format("{} chips are fewer than one TP {}{} x PP {}{} group ({} chips)",
+                                 s.chips, tp, cp > 1 ? fmt::format(" x CP {}", cp) : "", pp,
                                  s.work.experts > 0 ? fmt::format(" x EP {}", ep) : "", unit));
   const std::int64_t dp = s.chips / unit * unit / mp;
 
   StepBreakdown b;
-  b.tp = tp, b.pp = pp, b.ep = ep, b.dp = static_cast<int>(dp), b.virtual_stages = v;
+  b.tp = tp, b.cp = cp, b.pp = pp, b.ep = ep, b.dp = static_cast<int>(dp), b.virtual_stages = v;
   b.chips_used = dp * mp;
   b.chips_left = s.chips - b.chips_used;
   // The batch is the user's: spread over the DP ranks, the busiest rank's micro-batches set the
@@ -92,17 +98,27 @@ StepBreakdown step_time(const TrainingSetup& s) {
   b.micro_batches = std::max<std::int64_t>(1, (s.global_batch + dp * mb - 1) / (dp * mb));
   b.global_batch = s.scale_batch ? b.micro_batches * dp * mb : s.global_batch;
 
-  // Compute: each op on the roofline, split over TP, at the kernels' efficiency.
+  // Compute: each op as one chip runs it (a micro-batch's rows, split over TP) on the roofline,
+  // at the efficiency measured for the nearest op, or at the setup's.
   const double peak = s.chip.peak_tflops * 1e12, bw = s.chip.mem_bw_gbps * 1e9;
-  double seq_fwd = 0;
+  b.fwd_s = 0;
   for (const auto& w : s.work.forward) {
-    const double t_compute = w.flops / tp / peak;
-    seq_fwd +=
-        w.count *
-        (w.attention && s.fused_attention ? t_compute : std::max(t_compute, w.bytes / tp / bw));
+    OpStep o;
+    o.op = chip_op(w, s.par.micro_batch, tp, cp);
+    o.count = w.count;
+    o.efficiency = s.efficiency;
+    if (const MeasuredOp* near = nearest_measured(s.measured, o.op, &o.distance)) {
+      o.efficiency = std::min(1.0, near->efficiency);
+      o.measured = near->op.spec();
+      ++b.ops_measured;
+    }
+    const double t_compute = o.op.flops() / peak;
+    const double roof =
+        w.attention && s.fused_attention ? t_compute : std::max(t_compute, o.op.bytes() / bw);
+    o.fwd_s = w.count * roof / o.efficiency / pp;
+    b.fwd_s += o.fwd_s;
+    b.ops.push_back(std::move(o));
   }
-  seq_fwd /= s.efficiency;
-  b.fwd_s = seq_fwd * static_cast<double>(mb) / pp;
   b.bwd_s = 2 * b.fwd_s + (s.recompute ? b.fwd_s : 0.0);
   const double fb = b.fwd_s + b.bwd_s;
   const double m = static_cast<double>(b.micro_batches);
@@ -115,23 +131,34 @@ StepBreakdown step_time(const TrainingSetup& s) {
   const Link inter{s.topo.inter_gbps, s.topo.inter_latency_us};
   if (!(intra.gbps > 0) || !(inter.gbps > 0)) throw InputError("link bandwidths must be positive");
   const Link& tp_link = tp <= cpn ? intra : inter;
+  const Link& cp_link = static_cast<std::int64_t>(tp) * cp <= cpn ? intra : inter;
   const Link& pp_link = mp <= cpn ? intra : inter;
   const Link& ep_link = static_cast<std::int64_t>(tp) * ep <= cpn ? intra : inter;
   const Link& dp_link = mp * dp <= cpn ? intra : inter;
 
   const double layers_here = static_cast<double>(s.work.layers) / pp;
-  const double act =
-      static_cast<double>(mb) * s.work.seq * s.work.hidden * s.act_bytes;  // one micro-batch
+  const double tokens_here = static_cast<double>(mb) * s.work.seq / cp;  // one micro-batch
+  const double act = tokens_here * s.work.hidden * s.act_bytes;
   const double tp_mb =
       layers_here * (4 * allgather_s(act, tp, tp_link) + 4 * reduce_scatter_s(act, tp, tp_link)) +
       (s.recompute ? layers_here * 2 * allgather_s(act, tp, tp_link) : 0.0);
   const double moe_here = static_cast<double>(s.work.moe_layers) / pp;
-  const double a2a_bytes = static_cast<double>(mb) * s.work.seq * s.work.experts_per_tok *
-                           s.work.hidden * s.act_bytes / tp;
+  const double a2a_bytes = tokens_here * s.work.experts_per_tok * s.work.hidden * s.act_bytes / tp;
   const double ep_mb = moe_here * 4 * alltoall_s(a2a_bytes, ep, ep_link);
   const double pp_msg = act / tp;
   const double pp_mb = pp > 1 ? 2.0 * v * p2p_s(pp_msg, pp_link) : 0.0;
-  b.tp_comm_s = m * tp_mb, b.ep_comm_s = m * ep_mb, b.pp_comm_s = m * pp_mb;
+  // CP (Llama 3's all-gather form): per layer the forward all-gathers the sequence's K and V
+  // (this TP rank's heads), the backward reduce-scatters their gradients.
+  const double kv_bytes = static_cast<double>(mb) * s.work.seq * 2.0 *
+                          static_cast<double>(s.work.kv_dim > 0 ? s.work.kv_dim : s.work.hidden) *
+                          s.act_bytes / tp;
+  const double cp_mb =
+      cp > 1 ? layers_here *
+                   (allgather_s(kv_bytes, cp, cp_link) + reduce_scatter_s(kv_bytes, cp, cp_link) +
+                    (s.recompute ? allgather_s(kv_bytes, cp, cp_link) : 0.0))
+             : 0.0;
+  b.tp_comm_s = m * tp_mb, b.cp_comm_s = m * cp_mb, b.ep_comm_s = m * ep_mb,
+  b.pp_comm_s = m * pp_mb;
 
   auto allreduce = [&](double bytes, std::int64_t ranks, const Link& l) {
     const int n = static_cast<int>(ranks);
@@ -145,17 +172,20 @@ StepBreakdown step_time(const TrainingSetup& s) {
     }
     return std::min(ring_allreduce_s(bytes, n, l), tree_allreduce_s(bytes, n, l));
   };
-  const double dense_grad =
-      (s.work.params - s.work.expert_params) / static_cast<double>(mp) * s.grad_bytes;
-  const double expert_grad = s.work.expert_params / (static_cast<double>(mp) * ep) * s.grad_bytes;
-  b.dp_comm_s = allreduce(dense_grad, dp, dp_link) + allreduce(expert_grad, dp / ep, dp_link);
+  // A chip holds 1 / (TP x PP) of the weights; CP ranks hold the same ones, so gradients are
+  // reduced over DP x CP.
+  const double shard = static_cast<double>(tp) * pp;
+  const double dense_grad = (s.work.params - s.work.expert_params) / shard * s.grad_bytes;
+  const double expert_grad = s.work.expert_params / (shard * ep) * s.grad_bytes;
+  b.dp_comm_s =
+      allreduce(dense_grad, dp * cp, dp_link) + allreduce(expert_grad, dp * cp / ep, dp_link);
 
   // Exposure: per-micro-batch traffic hides under that micro-batch's compute; DP traffic under
   // the first forward and the last backward; the pipeline fill and drain p2p is exposed.
   auto exposed = [&](double comm, double window) {
     return std::max((1 - s.overlap) * comm, comm - window);
   };
-  const double per_mb = tp_mb + ep_mb + pp_mb;
+  const double per_mb = tp_mb + cp_mb + ep_mb + pp_mb;
   const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
   b.exposed_comm_s = m * exposed(per_mb, fb) + exposed(b.dp_comm_s, fb) + fill;
   b.optimizer_s = s.work.params / static_cast<double>(b.chips_used) * s.optimizer_bytes / bw;

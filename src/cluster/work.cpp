@@ -8,7 +8,7 @@ namespace attain::cluster {
 
 namespace {
 WorkItem item(const Op& op, double count) {
-  return {op.flops(), op.bytes(), count, op.kind == OpKind::batched_gemm};
+  return {op.flops(), op.bytes(), count, op.kind == OpKind::batched_gemm, op};
 }
 Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
   Op o;
@@ -30,7 +30,7 @@ ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t h
     throw InputError(fmt::format("bad transformer shape for {}", name));
   ModelWork w;
   w.name = std::move(name);
-  w.layers = layers, w.hidden = hidden, w.seq = seq;
+  w.layers = layers, w.hidden = hidden, w.seq = seq, w.kv_dim = hidden;
   const double L = static_cast<double>(layers), h = static_cast<double>(hidden),
                f = static_cast<double>(ffn);
   const std::int64_t d = hidden / heads;

@@ -140,4 +140,46 @@ expect_input_error "an assumption only fills a gap" --assume-peak bf16=500
 "$bin" cluster --device ascend-950pr --assume-peak bf16=fp8/2 --runs 1 --days 1 > "$tmp/assumed.txt"
 grep -q "^peak        500 TFLOP/s bf16: ASSUMED (--assume-peak bf16=fp8/2)" "$tmp/assumed.txt" ||
   fail "cluster does not label the assumed peak: $(head -3 "$tmp/assumed.txt")"
+# Per-op efficiencies from results measured on a chip (here imported): each op of the step takes
+# the efficiency of the nearest measured op of its kind, and the text lists them.
+printf 'm,n,k,dtype,tflops\n8192,2304,16384,bf16,700\n8192,13312,16384,bf16,760\n' > "$tmp/gemms.csv"
+"$bin" import "$tmp/gemms.csv" --device h100-sxm --backend cublas -o "$tmp/imported.json" > /dev/null
+"$bin" cluster --runs 1 --days 1 --efficiency-from "$tmp/imported.json" --json --no-timeline > "$tmp/perop.json"
+"$bin" cluster --runs 1 --days 1 --efficiency-from "$tmp/imported.json" > "$tmp/perop.txt"
+python3 - "$tmp/perop.json" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))["step"]
+ops = {o["op"]: o for o in st["ops"]}
+qkv = ops["gemm:m=8192,n=2304,k=16384,dtype=bf16"]
+assert abs(qkv["efficiency"] - 700 / 989.4) < 1e-3 and qkv["distance"] == 0, qkv
+assert st["ops_measured"] == 5, st["ops_measured"]  # the GEMMs; attention has no batched GEMM measured
+attn = [o for o in st["ops"] if o["op"].startswith("batched_gemm")]
+assert attn and all(o["measured"] is None for o in attn), attn
+assert abs(sum(o["fwd_s"] for o in st["ops"]) - st["fwd_s"]) < 1e-9 * st["fwd_s"]
+PY
+grep -q "per op (5 of 7 from the nearest measured op" "$tmp/perop.txt" || fail "per-op lines: $(cat "$tmp/perop.txt")"
+
+# Context parallelism: Llama 3's long-context layout (Table 4: TP 8, CP 16, PP 16, DP 8).
+"$bin" cluster --runs 1 --days 1 --cp 16 --seq 131072 --batch 128 --json --no-timeline |
+  python3 -c "import json,sys; s=json.load(sys.stdin)['step']; assert (s['cp'], s['dp'], s['micro_batches']) == (16, 8, 16) and s['cp_comm_s'] > 0, s"
+"$bin" cluster --runs 1 --days 1 --cp 16 --seq 131072 --batch 128 | grep -q "^step        TP 8 x CP 16 x PP 16" ||
+  fail "CP not in the step line"
+expect_input_error "cp 0 must be 1 or more" --cp 0
+
+# Planning to a target: the fewest hot spares that reach it, for one job and across scales.
+"$bin" cluster --runs 4 --target-ettr 0.92 --json --no-timeline > "$tmp/target.json"
+python3 - "$tmp/target.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["target"]
+assert t["metric"] == "ETTR" and t["reached"] and t["ettr"]["mean"] >= 0.92 and t["spare_nodes"] >= 0, t
+PY
+"$bin" cluster --runs 4 --target-ettr 0.92 | grep -q "^target      ETTR 92.0%: [0-9]* hot-spare node" ||
+  fail "target line missing"
+"$bin" cluster --sweep 1000,20000 --runs 2 --target-goodput 0.4 > "$tmp/tsweep.txt"
+grep -q "spares for goodput 40.0%" "$tmp/tsweep.txt" || fail "sweep target column: $(cat "$tmp/tsweep.txt")"
+# At Llama 3's scale the restarts alone keep ETTR under 95%: said, with the best spares give.
+"$bin" cluster --runs 4 --target-ettr 0.95 | grep -q "^target      ETTR 95.0% is out of reach by hot spares" ||
+  fail "an unreachable target not said"
+expect_input_error "not a fraction" --target-ettr 1.5
+expect_input_error "not both" --target-ettr 0.9 --target-goodput 0.5
 echo "cluster CLI: ok"

@@ -20,8 +20,8 @@ JSON
   --threads 1 --max-seconds 0.01 --no-tune --recheck --out "$TMP/layer.json" > /dev/null
 ATTAIN_TUNE_CACHE="$TMP/tuning.json" "$ATTAIN" tune --op gemm:m=2,n=64,k=64,dtype=fp32 \
   --threads 1 --budget 0.1 --top 2 --no-progress > /dev/null
-"$ATTAIN" cluster --runs 2 --days 2 --out "$TMP/cluster.json" > /dev/null
-"$ATTAIN" cluster --sweep 1000,4000 --runs 2 --days 2 --out "$TMP/sweep.json" > /dev/null
+"$ATTAIN" cluster --runs 2 --days 2 --target-ettr 0.9 --efficiency-from "$ROOT/docs/results/gemm-h200-cublas-2026-11-29.json" --out "$TMP/cluster.json" > /dev/null
+"$ATTAIN" cluster --sweep 1000,4000 --runs 2 --days 2 --target-ettr 0.9 --out "$TMP/sweep.json" > /dev/null
 FILES=(results mla moe layer tuning cluster sweep)
 "$PY" "${CHECK[@]}" $(printf "$TMP/%s.json " "${FILES[@]}") || fail "a file does not match its schema"
 # The check itself fails: a field of the wrong type, and a file that names no schema.
