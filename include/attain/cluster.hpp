@@ -57,9 +57,12 @@ struct Topology {
 
 // ---------------------------------------------------------------- the model's work
 struct WorkItem {
-  double flops = 0, bytes = 0, count = 1;  // one matrix op, occurring `count` times
-  bool attention = false;  // QK^T or PV (a batched GEMM): fused kernels keep scores on chip
-  Op op;                   // the op itself, for one sequence (its shape on a chip: chip_op)
+  Op op;             // one matrix op of one sequence (its shape on a chip: chip_op)
+  double count = 1;  // occurring `count` times per forward pass
+  // QK^T or PV (a batched GEMM, or MLA): fused kernels keep the scores on chip.
+  bool attention() const {
+    return op.kind == OpKind::batched_gemm || op.kind == OpKind::mla_decode;
+  }
 };
 // An op measured on a chip: the shape that ran and the fraction of its roofline it reached.
 struct MeasuredOp {
@@ -136,7 +139,7 @@ struct OpStep {
   double count = 0;       // times per forward pass of the whole model
   double efficiency = 0;  // the fraction of its roofline it runs at
   std::string measured;   // the measured op that efficiency is from ("": the setup's efficiency)
-  double distance = 0;    // how far that op's shape is: sum of |ln ratio| of M, N, K, batch
+  double distance = 0;    // how far that op's shape is: sum of |ln ratio| of M, N, K, batch, groups
   double fwd_s = 0;       // its share of one micro-batch's forward on one stage
 };
 
@@ -184,7 +187,7 @@ MeasuredEfficiency efficiency_from_results(const ResultsFile& f, std::string_vie
 // every rank's queries meet all the sequence's keys.
 Op chip_op(const WorkItem& item, int micro_batch, int tp, int cp = 1);
 // The measured op nearest to `op`: the same kind and dtype, the least sum of |ln ratio| of M, N,
-// K and batch (written to *distance); nullptr when none has that kind and dtype.
+// K, batch and groups (written to *distance); nullptr when none has that kind and dtype.
 const MeasuredOp* nearest_measured(const std::vector<MeasuredOp>& measured, const Op& op,
                                    double* distance = nullptr);
 
@@ -350,7 +353,7 @@ double expected_ettr(const SimConfig& c);
 // reaches `target`, at the job's checkpoint interval (Daly's optimum unless one is given):
 // spares 0, 1, 2, 4, ... until it is reached, then bisection (every count with the same seeds).
 // Unreachable when even one spare per node of the job falls short: then `spare_nodes` is that
-// count and `best` its figure.
+// count and `ettr` / `goodput` its figures.
 enum class TargetMetric { ettr, goodput };
 struct TargetPlan {
   TargetMetric metric = TargetMetric::ettr;

@@ -11,6 +11,7 @@
 #include "attain/cluster.hpp"
 #include "attain/op.hpp"
 #include "attain/results.hpp"
+#include "core/util.hpp"
 
 namespace attain::cluster {
 
@@ -40,7 +41,7 @@ Op chip_op(const WorkItem& item, int micro_batch, int tp, int cp) {
   Op o = item.op;
   const std::int64_t mb = std::max(1, micro_batch), t = std::max(1, tp), c = std::max(1, cp);
   auto split = [](std::int64_t x, std::int64_t by) {
-    return std::max<std::int64_t>(1, (x + by - 1) / by);
+    return std::max<std::int64_t>(1, ceil_div(x, by));
   };
   if (o.kind == OpKind::mla_decode) return o;  // a decode op has no place in a training step
   if (o.kind == OpKind::batched_gemm) {

@@ -165,9 +165,14 @@ std::string_view metric_name(TargetMetric m) {
   return m == TargetMetric::ettr ? "ETTR" : "goodput";
 }
 
+// The figure a target is about, as reached with the plan's spares.
+const Stat& target_figure(const TargetPlan& t) {
+  return t.metric == TargetMetric::ettr ? t.ettr : t.goodput;
+}
+
 // The answer to --target-ettr / --target-goodput, beside the spares the job ran with.
 std::string target_text(const TargetPlan& t, int spares_run) {
-  const Stat& got = t.metric == TargetMetric::ettr ? t.ettr : t.goodput;
+  const Stat& got = target_figure(t);
   if (!t.reached)
     return fmt::format(
         "target      {} {} is out of reach by hot spares: with one per node ({}) it is {}; the "
@@ -458,8 +463,7 @@ std::string sweep_text(const SweepOutcome& out) {
     for (const auto& v : pt.variants)
       t += fmt::format(" {:>6} ({:>5})", pct(v.mc.goodput.mean), pct(v.mc.ettr.mean));
     if (pt.target) {
-      const Stat& got =
-          pt.target->metric == TargetMetric::ettr ? pt.target->ettr : pt.target->goodput;
+      const Stat& got = target_figure(*pt.target);
       t += pt.target->reached
                ? fmt::format("  {:>7} ({:>5})", pt.target->spare_nodes, pct(got.mean))
                : fmt::format("  out of reach ({:>5})", pct(got.mean));

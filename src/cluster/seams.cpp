@@ -31,9 +31,7 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
   PassSpec pass;
   pass.phase = "prefill", pass.tokens = seq, pass.context = seq, pass.dtype = dt;
   for (const auto& op : model_ops(cfg, pass))
-    w.forward.push_back({op.op.flops(), op.op.bytes(), static_cast<double>(op.prov.count),
-                         op.op.kind == OpKind::batched_gemm || op.op.kind == OpKind::mla_decode,
-                         op.op});
+    w.forward.push_back({op.op, static_cast<double>(op.prov.count)});
   return w;
 }
 

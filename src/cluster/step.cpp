@@ -19,7 +19,7 @@ namespace attain::cluster {
 
 double ModelWork::forward_flops() const {
   double f = 0;
-  for (const auto& w : forward) f += w.flops * w.count;
+  for (const auto& w : forward) f += w.op.flops() * w.count;
   return f;
 }
 
@@ -114,7 +114,7 @@ StepBreakdown step_time(const TrainingSetup& s) {
     }
     const double t_compute = o.op.flops() / peak;
     const double roof =
-        w.attention && s.fused_attention ? t_compute : std::max(t_compute, o.op.bytes() / bw);
+        w.attention() && s.fused_attention ? t_compute : std::max(t_compute, o.op.bytes() / bw);
     o.fwd_s = w.count * roof / o.efficiency / pp;
     b.fwd_s += o.fwd_s;
     b.ops.push_back(std::move(o));

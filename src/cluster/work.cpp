@@ -8,7 +8,7 @@ namespace attain::cluster {
 
 namespace {
 WorkItem item(const Op& op, double count) {
-  return {op.flops(), op.bytes(), count, op.kind == OpKind::batched_gemm, op};
+  return {op, count};
 }
 Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
   Op o;
