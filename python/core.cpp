@@ -1,16 +1,15 @@
-// attain's Python module (attain._core): the catalog and the CPU GEMM engine over libattain.
-// Arrays cross without a copy (the buffer protocol); every call into C++ releases the GIL.
-#include <pybind11/numpy.h>
+// attain's Python module (attain._core) over libattain: the catalog here, the kernels in
+// kernels.cpp, the runs (bench, probe, report, cluster) in runs.cpp. Tensors cross without a
+// copy (views.cpp); every call into C++ releases the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "attain/catalog.hpp"
-#include "attain/gemm.hpp"
 #include "attain/op.hpp"
+#include "bindings.hpp"
 
 namespace py = pybind11;
 using namespace attain;
@@ -81,80 +80,10 @@ std::vector<py::dict> suite_ops(const std::string& name) {
   return op_dicts(ops);
 }
 
-// numpy's dtype -> attain's (fp32, fp16); anything else is refused naming the argument.
-DType array_dtype(const py::array& x, const char* arg) {
-  if (x.dtype().is(py::dtype::of<float>())) return DType::f32;
-  if (x.dtype().kind() == 'f' && x.dtype().itemsize() == 2) return DType::f16;
-  throw py::value_error(std::string(arg) + ": dtype " + std::string(py::str(x.dtype())) +
-                        " (numpy arrays: float32 or float16)");
-}
-
-void need_matrix(const py::array& x, const char* arg) {
-  if (x.ndim() != 2)
-    throw py::value_error(std::string(arg) + ": a 2-D array, not " + std::to_string(x.ndim()) +
-                          "-D");
-  if (!(x.flags() & py::array::c_style))
-    throw py::type_error(
-        std::string(arg) +
-        ": not C-contiguous (rows with K contiguous; pass numpy.ascontiguousarray)");
-}
-
-// C = A . W^T: A (M, K), W (N, K), C (M, N), each row-major and contiguous.
-py::array run_gemm(py::array a, py::array w, py::object out, py::object out_dtype,
-                   py::object threads, const std::string& schedule) {
-  need_matrix(a, "a");
-  need_matrix(w, "w");
-  gemm::Params p;
-  p.a_type = array_dtype(a, "a"), p.b_type = array_dtype(w, "w");
-  p.m = a.shape(0), p.k = a.shape(1), p.n = w.shape(0);
-  if (w.shape(1) != p.k)
-    throw py::value_error(
-        "w: shape (" + std::to_string(w.shape(0)) + ", " + std::to_string(w.shape(1)) +
-        ") does not match a's K = " + std::to_string(p.k) + " (C = a . w^T: w is (N, K))");
-  DType ct = p.a_type == DType::f16 && p.b_type == DType::f16 ? DType::f16 : DType::f32;
-  if (!out_dtype.is_none()) {
-    ct = parse_dt(py::str(out_dtype), "out_dtype");
-    if (ct != DType::f32 && ct != DType::f16)
-      throw py::value_error("out_dtype: float32 or float16 for numpy outputs");
-  }
-  py::array c;
-  if (out.is_none()) {
-    c = ct == DType::f32 ? py::array(py::array_t<float>({p.m, p.n}))
-                         : py::array(py::dtype("float16"), {p.m, p.n});
-  } else {
-    c = out.cast<py::array>();
-    need_matrix(c, "out");
-    if (c.shape(0) != p.m || c.shape(1) != p.n)
-      throw py::value_error("out: shape (" + std::to_string(c.shape(0)) + ", " +
-                            std::to_string(c.shape(1)) + "), expected (" + std::to_string(p.m) +
-                            ", " + std::to_string(p.n) + ")");
-    if (!c.writeable()) throw py::value_error("out: read-only");
-    ct = array_dtype(c, "out");
-  }
-  p.c_type = ct;
-  p.a = a.data(), p.b = w.data(), p.c = c.mutable_data();
-  p.threads = threads.is_none()
-                  ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
-                  : threads.cast<int>();
-  if (p.threads < 1) throw py::value_error("threads: 1 or more");
-  if (schedule != "default") {
-    try {
-      p.schedule = gemm::parse_schedule(schedule);
-    } catch (const std::invalid_argument& e) {
-      throw py::value_error(std::string("schedule: ") + e.what());
-    }
-  }
-  {
-    py::gil_scoped_release free;
-    gemm::gemm(p);
-  }
-  return c;
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "attain's C++ core: the op catalog and the CPU GEMM engine";
+  m.doc() = "attain's C++ core: the op catalog, the CPU kernels and the runs";
   py::register_exception_translator([](std::exception_ptr e) {
     try {
       if (e) std::rethrow_exception(e);
@@ -168,6 +97,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("suite", &suite_ops, py::arg("name"));
   m.def("suite_names", &suite_names);
   m.def("bundled_models", &bundled_models);
-  m.def("gemm", &run_gemm, py::arg("a"), py::arg("w"), py::arg("out"), py::arg("out_dtype"),
-        py::arg("threads"), py::arg("schedule"));
+  python::bind_kernels(m);
+  python::bind_runs(m);
 }

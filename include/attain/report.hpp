@@ -134,6 +134,9 @@ struct ReportFiles {
   std::vector<ClusterRunInput> runs;
   std::vector<ClusterSweepInput> sweeps;
 };
+// Each file's label in a report: its name without directory and extension, or the path as
+// given where two files share that name.
+std::vector<std::string> report_labels(const std::vector<std::string>& files);
 // Reads `file` and files it under `label` by its content. Throws InputError when it cannot be
 // read, is not JSON, or is neither a results file nor a cluster file.
 void read_report_file(const std::filesystem::path& file, const std::string& label,

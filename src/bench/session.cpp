@@ -2,6 +2,7 @@
 // results file written op by op and resumable, the deadline and Ctrl-C, sharding under mpirun,
 // and the judging of every result against the best ceilings known at the end.
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +30,30 @@ extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
   std::signal(sig, SIG_DFL);
 }
+
+// on_stop_signal for SIGINT and SIGTERM while it lives; the handlers it replaced (a Python
+// interpreter's, a program's own) come back when it ends.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {
+  }, old_term_{};
+};
 
 // Shorter than the probe's trials: three of 50 ms per FMA loop, every read loop three times.
 const probe::ProbeConfig kCheckConfig{0, 0.05, 3, 0, ""};
@@ -256,9 +281,7 @@ BenchOutcome run_bench_session(const BenchRequest& req, const HostCeilings& host
   ResultsFile& file = journal ? journal->file() : rf;
   std::vector<CeilingsCheck>& checks = file.machine.checks;
   const auto t0 = std::chrono::steady_clock::now();
-  g_stop_signal = 0;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  auto signals = std::make_unique<StopSignals>();
   bool past_deadline = false;
   cfg.hooks.stop = [&] {
     past_deadline = past_deadline || (req.deadline_s > 0 && since(t0) >= req.deadline_s);
@@ -290,8 +313,7 @@ BenchOutcome run_bench_session(const BenchRequest& req, const HostCeilings& host
   if (checked) recheck(req.verbose, cfg.run.threads, "start", checks);
   last_sample = std::chrono::steady_clock::now();
   std::vector<Result> fresh = run_bench(mine, cfg, roof, &file.machine.libraries);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  signals.reset();
   sampler.reset();
   outcome.stop_signal = g_stop_signal;
   bool complete = !past_deadline && g_stop_signal == 0;

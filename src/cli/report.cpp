@@ -4,9 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <set>
-
 #include "cli/commands.hpp"
 #include "cli/util.hpp"
 
@@ -18,18 +15,6 @@ std::string percent(double f) {
 }
 
 // Each file is labelled by its stem; when stems repeat, by the path as given.
-std::vector<std::string> labels_for(const std::vector<std::string>& files) {
-  std::vector<std::string> stems;
-  std::set<std::string> seen, dup;
-  for (const auto& f : files) {
-    stems.push_back(std::filesystem::path(f).stem().string());
-    if (!seen.insert(stems.back()).second) dup.insert(stems.back());
-  }
-  for (std::size_t i = 0; i < files.size(); ++i)
-    if (dup.count(stems[i])) stems[i] = files[i];
-  return stems;
-}
-
 const bool registered = add_command([](CLI::App& app) {
   struct Opts {
     std::vector<std::string> files;
@@ -57,7 +42,7 @@ const bool registered = add_command([](CLI::App& app) {
     if (o->out.empty() && !o->json && !o->headline)
       throw InputError("attain report needs -o/--out FILE.html (or --json, --headline)");
     if (o->furthest == 0) throw InputError("--furthest must be at least 1");
-    const auto labels = labels_for(o->files);
+    const auto labels = report_labels(o->files);
     ReportFiles files;
     for (std::size_t i = 0; i < o->files.size(); ++i)
       read_report_file(o->files[i], labels[i], files);

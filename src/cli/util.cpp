@@ -152,13 +152,6 @@ std::vector<CatalogOp> stratified_sample(const std::vector<CatalogOp>& ops, std:
   return out;
 }
 
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 namespace {
 std::string& cmdline() {
   static std::string s;

@@ -33,7 +33,6 @@ struct OpSource {
 // A deterministic stratified sample (by kind, phase and dtype) of n ops.
 std::vector<CatalogOp> stratified_sample(const std::vector<CatalogOp>& ops, std::size_t n);
 
-std::string now_iso();
 std::string command_line();  // the attain invocation, for provenance in results files
 void set_command_line(int argc, char** argv);
 

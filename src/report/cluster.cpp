@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "attain/cluster_job.hpp"
@@ -57,6 +59,18 @@ ReportFileKind report_file_kind(const json& j, std::string_view origin) {
       "no 'schema' (one of {}) and {}",
       origin, known,
       run + sweep + results == 0 ? "none of their fields" : "the fields of more than one kind"));
+}
+
+std::vector<std::string> report_labels(const std::vector<std::string>& files) {
+  std::vector<std::string> stems;
+  std::set<std::string> seen, dup;
+  for (const auto& f : files) {
+    stems.push_back(std::filesystem::path(f).stem().string());
+    if (!seen.insert(stems.back()).second) dup.insert(stems.back());
+  }
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (dup.count(stems[i])) stems[i] = files[i];
+  return stems;
 }
 
 void read_report_file(const std::filesystem::path& file, const std::string& label,
