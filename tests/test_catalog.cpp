@@ -469,6 +469,10 @@ TEST(CatalogFamilies, MissingOrContradictoryFieldsAreNamed) {
       "n_heads": 4, "ffn_config": {"ffn_hidden_size": 128, "moe_num_experts": 4}})")
                 .find("missing field 'ffn_config.moe_top_k'"),
             std::string::npos);
+  EXPECT_NE(msg_of(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 100000,
+      "vocab_size": 10, "num_attention_heads": 4, "intermediate_size": 64})")
+                .find("num_hidden_layers 100000 is out of range"),
+            std::string::npos);
   // one layer_types entry per layer
   EXPECT_NE(msg_of(R"({"model_type": "gemma2", "hidden_size": 64, "num_hidden_layers": 4,
       "vocab_size": 10, "num_attention_heads": 4, "intermediate_size": 64,

@@ -14,7 +14,7 @@ namespace attain {
 
 // Which keys a layer's attention reads at decode: the whole context, the last `window` tokens
 // (sliding window), or the tokens of the current `window`-sized chunk (chunked attention).
-enum class AttnSpan { full, window, chunk };
+enum class AttnSpan : std::uint8_t { full, window, chunk };
 
 struct ModelConfig {
   std::string name;        // file stem, e.g. "deepseek-v3"

@@ -106,6 +106,9 @@ const std::vector<std::string_view> kGemmaNeutral = {
     "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
     "cache_implementation", "rope_local_base_freq"};
 
+// Deeper than any published model by far; per-layer tables stay small.
+constexpr std::int64_t kMaxLayers = 1 << 16;
+
 const std::vector<Family>& families() {
   static const std::vector<Family> t = {
       {.type = "llama", .neutral = {"pretraining_tp"}},
@@ -340,11 +343,6 @@ void read_attention(Fields& f, const Family& fam, ModelConfig& c) {
                  c.heads, f.shown("num_key_value_heads"), c.kv_heads);
 }
 
-// MoE on the layers with layer % step == phase.
-void set_moe_interval(ModelConfig& c, std::int64_t step, std::int64_t phase) {
-  c.moe_step = step, c.moe_phase = phase;
-}
-
 void read_moe(Fields& f, const Family& fam, ModelConfig& c) {
   switch (fam.moe) {
     case MoeRule::none:
@@ -360,8 +358,8 @@ void read_moe(Fields& f, const Family& fam, ModelConfig& c) {
       c.expert_intermediate = f.req("moe_intermediate_size");
       c.shared_intermediate = f.opt("shared_expert_intermediate_size").value_or(0);
       c.shared_expert_gate = c.shared_intermediate > 0;  // qwen2_moe: sigmoid(x . w), w [1, hidden]
-      const std::int64_t step = f.opt_positive("decoder_sparse_step").value_or(1);
-      set_moe_interval(c, step, step - 1);
+      c.moe_step = f.opt_positive("decoder_sparse_step").value_or(1);
+      c.moe_phase = c.moe_step - 1;  // MoE where (layer + 1) % decoder_sparse_step == 0
       c.mlp_only_layers = f.integers("mlp_only_layers");
       break;
     }
@@ -371,7 +369,7 @@ void read_moe(Fields& f, const Family& fam, ModelConfig& c) {
       c.expert_intermediate = f.req("moe_intermediate_size");
       c.shared_intermediate = f.opt("n_shared_experts").value_or(0) * c.expert_intermediate;
       c.first_k_dense = f.opt("first_k_dense_replace").value_or(0);
-      set_moe_interval(c, f.opt_positive("moe_layer_freq").value_or(1), 0);
+      c.moe_step = f.opt_positive("moe_layer_freq").value_or(1);  // MoE where layer % freq == 0
       c.n_group = f.opt_positive("n_group").value_or(1);
       c.topk_group = f.opt_positive("topk_group").value_or(1);
       c.routed_scaling_factor = f.number("routed_scaling_factor", 1.0);
@@ -385,8 +383,8 @@ void read_moe(Fields& f, const Family& fam, ModelConfig& c) {
       c.intermediate = f.req("intermediate_size_mlp");
       const auto moe_layers = f.integers("moe_layers");
       if (moe_layers.empty()) {
-        const std::int64_t step = f.opt_positive("interleave_moe_layer_step").value_or(1);
-        set_moe_interval(c, step, step - 1);
+        c.moe_step = f.opt_positive("interleave_moe_layer_step").value_or(1);
+        c.moe_phase = c.moe_step - 1;
       } else {
         f.opt("interleave_moe_layer_step");  // moe_layers, when given, is the list itself
         for (std::int64_t l = 0; l < c.layers; ++l)
@@ -537,6 +535,9 @@ ModelConfig parse_model_config(std::string_view text, std::string_view name,
   f.find("model_type");
   c.hidden = f.req("hidden_size");
   c.layers = f.req("num_hidden_layers");
+  if (c.layers > kMaxLayers)
+    Fields::fail("{}: {} {} is out of range (at most {})", name, f.shown("num_hidden_layers"),
+                 c.layers, kMaxLayers);
   c.vocab = f.req("vocab_size");
   c.heads = f.req("num_attention_heads");
   c.intermediate = f.req("intermediate_size");
