@@ -5,7 +5,8 @@
 // different outputs of the stage before), so the auto schedule runs each stage's GEMMs
 // together in one parallel region (gemm::run_together) instead of one fork/join per op.
 // For MoE models the layer is an MoE layer, for dense ones a dense layer; the LM head is not
-// part of a layer.
+// part of a layer. A model whose layers read different spans of the context at decode (sliding
+// windows, chunks) runs each span's attention products in the one layer.
 #pragma once
 
 #include <string>

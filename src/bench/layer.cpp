@@ -19,22 +19,13 @@ namespace {
 
 // Where each role of the catalog runs in a layer; equal stages are independent.
 const std::map<std::string, int>& stage_table() {
-  static const std::map<std::string, int> t = {{"qkv", 0},
-                                               {"q_a+kv_a", 0},
-                                               {"q+kv_a", 0},
-                                               {"q_b", 1},
-                                               {"kv_b", 1},
-                                               {"attn_qk", 2},
-                                               {"mla_decode", 2},
-                                               {"attn_pv", 3},
-                                               {"o", 4},
-                                               {"router", 5},
-                                               {"shared_gate_up", 5},
-                                               {"gate_up", 5},
-                                               {"experts_gate_up", 6},
-                                               {"experts_down", 7},
-                                               {"shared_down", 7},
-                                               {"down", 7}};
+  static const std::map<std::string, int> t = {
+      {"qkv", 0},        {"q_a+kv_a", 0},        {"q+kv_a", 0},         {"q_b", 1},
+      {"kv_b", 1},       {"attn_qk", 2},         {"attn_qk_window", 2}, {"attn_qk_chunk", 2},
+      {"mla_decode", 2}, {"attn_pv", 3},         {"attn_pv_window", 3}, {"attn_pv_chunk", 3},
+      {"o", 4},          {"router", 5},          {"shared_gate_up", 5}, {"shared_gate", 5},
+      {"gate_up", 5},    {"experts_gate_up", 6}, {"experts_down", 7},   {"shared_down", 7},
+      {"down", 7}};
   return t;
 }
 

@@ -55,6 +55,27 @@ class PassBuilder {
   std::map<std::string, std::size_t> index_;
 };
 
+// The layers whose attention reads the same number of keys at this context, in layer order
+// of first appearance. At prefill every layer reads the tokens of the pass (context = tokens).
+struct KeySpan {
+  std::int64_t keys = 0, layers = 0;
+  std::string suffix;  // "" when the keys are the whole context, else "_window" or "_chunk"
+};
+std::vector<KeySpan> key_spans(const ModelConfig& c, std::int64_t context) {
+  std::vector<KeySpan> out;
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    const std::int64_t keys = c.attention_keys(l, context);
+    const char* suffix = keys == context                 ? ""
+                         : c.span(l) == AttnSpan::window ? "_window"
+                                                         : "_chunk";
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const KeySpan& s) { return s.keys == keys && s.suffix == suffix; });
+    if (it == out.end()) it = out.insert(out.end(), {keys, 0, suffix});
+    ++it->layers;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<CatalogOp> model_ops(const ModelConfig& c, const PassSpec& p) {
@@ -94,12 +115,15 @@ std::vector<CatalogOp> model_ops(const ModelConfig& c, const PassSpec& p) {
   } else {
     const std::int64_t H = c.heads, KV = c.kv_heads, hd = c.head_dim, G = H / KV;
     b.gemm("qkv", (H + 2 * KV) * hd, c.hidden, L, lin);
-    if (decode) {  // each (sequence, kv head): G query heads against ctx keys
-      b.batched("attn_qk", T * KV, G, ctx, hd, L, act);
-      b.batched("attn_pv", T * KV, G, hd, ctx, L, act);
-    } else {  // one sequence of T tokens (the causal half is counted in full)
-      b.batched("attn_qk", KV, T * G, T, hd, L, act);
-      b.batched("attn_pv", KV, T * G, hd, T, L, act);
+    for (const KeySpan& s : key_spans(c, ctx)) {
+      const std::string qk = "attn_qk" + s.suffix, pv = "attn_pv" + s.suffix;
+      if (decode) {  // each (sequence, kv head): G query heads against the keys it reads
+        b.batched(qk, T * KV, G, s.keys, hd, s.layers, act);
+        b.batched(pv, T * KV, G, hd, s.keys, s.layers, act);
+      } else {  // one sequence of T tokens (the causal half, and any window, counted in full)
+        b.batched(qk, KV, T * G, T, hd, s.layers, act);
+        b.batched(pv, KV, T * G, hd, T, s.layers, act);
+      }
     }
     b.gemm("o", c.hidden, H * hd, L, lin);
   }
@@ -121,10 +145,11 @@ std::vector<CatalogOp> model_ops(const ModelConfig& c, const PassSpec& p) {
       op.layout = decode ? GroupedLayout::masked : GroupedLayout::contiguous;
       b.add(which == 0 ? "experts_gate_up" : "experts_down", op, Lm);
     }
-    if (c.shared_experts > 0) {
-      b.gemm("shared_gate_up", 2 * c.expert_intermediate * c.shared_experts, c.hidden, Lm, lin);
-      b.gemm("shared_down", c.hidden, c.expert_intermediate * c.shared_experts, Lm, lin);
+    if (c.shared_intermediate > 0) {
+      b.gemm("shared_gate_up", 2 * c.shared_intermediate, c.hidden, Lm, lin);
+      b.gemm("shared_down", c.hidden, c.shared_intermediate, Lm, lin);
     }
+    if (c.shared_expert_gate) b.gemm("shared_gate", 1, c.hidden, Lm, act);
   }
   b.gemm("lm_head", c.vocab, c.hidden, 1, act);
   return b.take();
@@ -134,7 +159,8 @@ namespace {
 // Weights of one pass at T=1, MoE experts counted all (total) or top-k (active).
 double weight_params(const ModelConfig& c, bool active_only) {
   PassSpec p{"decode", 1, 1, DType::bf16};
-  double total = static_cast<double>(c.vocab * c.hidden);  // input embedding
+  // The input embedding, unless it is the LM head's matrix (tied embeddings).
+  double total = c.tied_embeddings ? 0.0 : static_cast<double>(c.vocab * c.hidden);
   for (const auto& e : model_ops(c, p)) {
     const Op& op = e.op;
     if (op.kind == OpKind::gemm) total += static_cast<double>(op.n * op.k * e.prov.count);

@@ -43,7 +43,7 @@ int list_backends() {
 int run_layer_command(const Opts& o, const BenchRequest& req, const HostCeilings& host) {
   const Roofline roof = host_roofline(host, req.cfg.run.threads);
   LayerReport r =
-      plan_layer(o.layer, o.src.context, dtype_arg(o.src.dtype), req.cfg.run.threads, roof);
+      plan_layer(o.layer, o.src.context, o.src.dtype_or(DType::bf16), req.cfg.run.threads, roof);
   r.created = req.created, r.command = req.command;
   if (!o.json) fmt::print("{}", layer_plan_text(r));
   run_layer_session(r, req, host);

@@ -54,8 +54,12 @@ void OpSource::add_to(CLI::App* sub, bool with_sample) {
       ->take_all()
       ->allow_extra_args(true);
   shape_opt = sub->add_option("--shape", shape, "a GEMM as MxNxK (with --dtype)");
-  sub->add_option("--dtype", dtype, "dtype for --shape and --model: fp32, bf16, fp16, fp8")
-      ->capture_default_str();
+  sub->add_option("--dtype", dtype,
+                  "fp32, bf16, fp16 or fp8: for --shape (default bf16) and --model (default the "
+                  "config's: fp8 for fp8 block-scaled weights, else its torch_dtype)");
+  sub->add_flag("--assume-llama", assume_llama,
+                "with --model: read a config of an unknown model_type that has the Llama fields "
+                "as Llama-like (the output says so)");
   sub->add_option("--phase", phases, "with --model: prefill, decode or both")
       ->capture_default_str();
   sub->add_option(
@@ -80,6 +84,10 @@ std::int64_t parse_count(const std::string& s, const char* what) {
 }
 }  // namespace
 
+DType OpSource::dtype_or(DType fallback) const {
+  return dtype.empty() ? fallback : dtype_arg(dtype);
+}
+
 std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const {
   for (const auto& [opt, value] :
        {std::pair{suite_opt, &suite}, std::pair{model_opt, &model}, std::pair{shape_opt, &shape}})
@@ -93,10 +101,11 @@ std::vector<CatalogOp> OpSource::resolve(const std::string& default_suite) const
   if (!ops.empty()) {
     for (const auto& spec : ops) out.push_back({Op::parse(spec), {"", "", "", 0, 0, 1}});
   } else if (!shape.empty()) {
-    out.push_back({Op::gemm_shape(shape, dtype_arg(dtype)), {"", "", "", 0, 0, 1}});
+    out.push_back({Op::gemm_shape(shape, dtype_or(DType::bf16)), {"", "", "", 0, 0, 1}});
   } else if (!model.empty()) {
-    const ModelConfig cfg = load_bundled_model(model);
-    const DType dt = dtype_arg(dtype);
+    const ModelConfig cfg = load_bundled_model(model, {assume_llama});
+    for (const auto& note : cfg.notes) fmt::print(stderr, "note: {}: {}\n", cfg.name, note);
+    const DType dt = dtype_or(cfg.dtype);
     std::map<std::string, std::size_t> seen;
     for (const auto& ph : split_list(phases)) {
       if (ph != "prefill" && ph != "decode")

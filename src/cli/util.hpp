@@ -19,15 +19,17 @@ DType dtype_arg(const std::string& s);                      // InputError for un
 
 // Where ops come from: --suite | --model | --op | --shape (+ --dtype), shared by bench and catalog.
 struct OpSource {
-  std::string suite, model, shape, dtype = "bf16", phases = "prefill,decode";
-  std::vector<std::string> ops;  // --op, repeatable
-  std::string tokens;            // comma list; default per phase
+  std::string suite, model, shape, dtype, phases = "prefill,decode";  // dtype "": the default
+  std::vector<std::string> ops;                                       // --op, repeatable
+  std::string tokens;  // comma list; default per phase
   std::int64_t context = 4096;
   int sample = 0;
+  bool assume_llama = false;  // --assume-llama: an unknown model_type read as Llama-like
   // The options as given, so that an empty value (--suite "") is refused, not taken as absent.
   const CLI::Option *suite_opt = nullptr, *model_opt = nullptr, *shape_opt = nullptr;
   void add_to(CLI::App* sub, bool with_sample);
   std::vector<CatalogOp> resolve(const std::string& default_suite) const;
+  DType dtype_or(DType fallback) const;  // --dtype, or `fallback` when it is not given
 };
 
 // A deterministic stratified sample (by kind, phase and dtype) of n ops.

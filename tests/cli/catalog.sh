@@ -15,6 +15,21 @@ printf '{"model_type": "llama", "hidden_size": 64}' > "$TMP/bad.json"
 expect_error 2 "missing field 'num_hidden_layers'" -- "$ATTAIN" catalog --model "$TMP/bad.json"
 printf '{"model_type": "llama", "hidden_size": 64' > "$TMP/trunc.json"
 expect_error 2 "not valid JSON" -- "$ATTAIN" catalog --model "$TMP/trunc.json"
+# A family attain has no rule for: exit 2 naming model_type and the supported ones; with
+# --assume-llama a config with the Llama fields reads as Llama-like, and the output says so.
+printf '{"model_type": "my_llama", "hidden_size": 1024, "num_hidden_layers": 4, "vocab_size": 1000, "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 2816}' > "$TMP/mine.json"
+expect_error 2 "unknown model_type 'my_llama' (supported: llama, mistral" -- "$ATTAIN" catalog --model "$TMP/mine.json"
+"$ATTAIN" catalog --model "$TMP/mine.json" --assume-llama --phase decode --tokens 1 > "$TMP/mine.txt" 2> "$TMP/mine.err"
+grep -q "gemm:m=1,n=1536,k=1024,dtype=bf16" "$TMP/mine.txt" || fail "assume-llama qkv: $(cat "$TMP/mine.txt")"
+grep -q "read as Llama-like" "$TMP/mine.err" || fail "assume-llama not said: $(cat "$TMP/mine.err")"
+# A multimodal config: the language model's ops, the vision tower said to be out of scope.
+"$ATTAIN" catalog --model gemma-3-27b-it --phase decode --tokens 1 --context 4096 > "$TMP/g3.txt" 2> "$TMP/g3.err"
+grep -q "batched_gemm:batch=16,m=2,n=1024,k=128,dtype=bf16" "$TMP/g3.txt" || fail "gemma3 window"
+grep -q "vision tower is out of scope" "$TMP/g3.err" || fail "vision tower not said"
+# The config's dtype is the default: fp8 block scales for DeepSeek-V3.
+"$ATTAIN" catalog --model deepseek-v3 --phase decode --tokens 8 | grep -q "gemm:m=8,n=2112,k=7168,dtype=fp8" || fail "deepseek default dtype"
+printf '{"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 2, "vocab_size": 10, "num_attention_heads": 32, "head_dim": 128, "intermediate_size": 64}' > "$TMP/phi.json"
+expect_error 2 "head_dim 128 x num_attention_heads 32 = 4096" -- "$ATTAIN" catalog --model "$TMP/phi.json"
 expect_error 2 "unknown suite" -- "$ATTAIN" catalog --suite nope
 expect_error 2 "unknown model" -- "$ATTAIN" catalog --model nope
 expect_error 2 "unknown dtype" -- "$ATTAIN" catalog --model llama-3.1-8b --dtype int3
