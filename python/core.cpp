@@ -45,30 +45,35 @@ DType parse_dt(const std::string& s, const char* arg) {
 
 // model: a bundled name, a config.json path, or the text of one (a dict is dumped by the
 // Python side).
-ModelConfig model_of(const std::string& model, bool is_json) {
-  return is_json ? parse_model_config(model, "config") : load_bundled_model(model);
+ModelConfig model_of(const std::string& model, bool is_json, bool assume_llama) {
+  return is_json ? parse_model_config(model, "config", {assume_llama})
+                 : load_bundled_model(model, {assume_llama});
 }
 
-std::vector<py::dict> catalog(const std::string& model, bool is_json, const std::string& phase,
-                              const std::vector<std::int64_t>& tokens, std::int64_t context,
-                              const std::string& dtype) {
+// (the ops, the notes the config reading left for the user). dtype "": the config's own.
+py::tuple catalog(const std::string& model, bool is_json, bool assume_llama,
+                  const std::string& phase, const std::vector<std::int64_t>& tokens,
+                  std::int64_t context, const std::string& dtype) {
   if (phase != "prefill" && phase != "decode")
     throw py::value_error("phase: 'prefill' or 'decode', not '" + phase + "'");
   if (tokens.empty()) throw py::value_error("tokens: give at least one");
-  const DType dt = parse_dt(dtype, "dtype");
+  if (context <= 0) throw py::value_error("context: must be positive");
+  const bool own_dtype = dtype.empty();
+  const DType dt = own_dtype ? DType::bf16 : parse_dt(dtype, "dtype");
   std::vector<CatalogOp> ops;
+  ModelConfig cfg;
   {
     py::gil_scoped_release free;
-    const ModelConfig cfg = model_of(model, is_json);
+    cfg = model_of(model, is_json, assume_llama);
     for (std::int64_t t : tokens) {
       if (t <= 0) throw InputError("tokens: every count must be positive");
       PassSpec pass;
       pass.phase = phase, pass.tokens = t, pass.context = phase == "prefill" ? t : context;
-      pass.dtype = dt;
+      pass.dtype = own_dtype ? cfg.dtype : dt;
       for (auto& op : model_ops(cfg, pass)) ops.push_back(std::move(op));
     }
   }
-  return op_dicts(ops);
+  return py::make_tuple(op_dicts(ops), cfg.notes);
 }
 
 std::vector<py::dict> suite_ops(const std::string& name) {
@@ -92,8 +97,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.attr("__version__") = std::string(ATTAIN_VERSION);
-  m.def("catalog", &catalog, py::arg("model"), py::arg("is_json"), py::arg("phase"),
-        py::arg("tokens"), py::arg("context"), py::arg("dtype"));
+  m.def("catalog", &catalog, py::arg("model"), py::arg("is_json"), py::arg("assume_llama"),
+        py::arg("phase"), py::arg("tokens"), py::arg("context"), py::arg("dtype"));
   m.def("suite", &suite_ops, py::arg("name"));
   m.def("suite_names", &suite_names);
   m.def("bundled_models", &bundled_models);

@@ -72,11 +72,14 @@ def models():
     return list(_core.bundled_models())
 
 
-def catalog(model, phase="prefill", tokens=None, context=4096, dtype="bf16"):
+def catalog(model, phase="prefill", tokens=None, context=4096, dtype=None, assume_llama=False):
     """The matrix ops of one forward pass of `model`: a bundled name (models()), the path of a
     Hugging Face config.json, or a dict holding a parsed one. `tokens`: prefill tokens or decode
     batch sizes, an int or a list (default 512 for prefill, [1, 32] for decode); `context`: the
-    decode context length; `dtype`: "fp32", "bf16", "fp16" or "fp8"."""
+    decode context length; `dtype`: "fp32", "bf16", "fp16" or "fp8" (default: the config's
+    own, fp8 for fp8 weights). `assume_llama`: read a config of an unknown model_type that has
+    the Llama fields as a Llama-like model. What the reading assumed or left out (a multimodal
+    config's vision tower, a Llama-like reading) comes as a UserWarning."""
     if phase not in ("prefill", "decode"):
         raise ValueError(f"phase: 'prefill' or 'decode', not {phase!r}")
     if tokens is None:
@@ -91,8 +94,13 @@ def catalog(model, phase="prefill", tokens=None, context=4096, dtype="bf16"):
         text, is_json = _os.fspath(model), False
     else:
         raise TypeError(f"model: a bundled name, a config.json path or a dict, not {type(model).__name__}")
-    return _ops(_core.catalog(text, is_json, phase, tokens, int(context), str(dtype)))
-
+    ops, notes = _core.catalog(text, is_json, bool(assume_llama), phase, tokens, int(context),
+                               "" if dtype is None else str(dtype))
+    if notes:
+        import warnings
+        for note in notes:
+            warnings.warn(f"attain.catalog: {note}", stacklevel=2)
+    return _ops(ops)
 
 
 @_dataclass(frozen=True)

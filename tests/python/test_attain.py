@@ -178,3 +178,18 @@ def test_gemm_releases_the_gil():
     t.join()
     assert took > 0.005, took
     assert during > 1000, f"the counting thread advanced {during} times in a {took:.3f} s call"
+
+
+def test_catalog_default_dtype_assume_llama_and_notes():
+    # deepseek-v3 ships fp8 block-scaled weights: its ops default to fp8, as `attain catalog`'s.
+    assert "fp8" in {o.dtype for o in attain.catalog("deepseek-v3", phase="decode", tokens=1)}
+    assert "fp8" not in {o.dtype for o in attain.catalog("deepseek-v3", tokens=64, dtype="bf16")}
+    cfg = {"model_type": "my_llama", "hidden_size": 512, "intermediate_size": 1536,
+           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "vocab_size": 1000}
+    with pytest.raises(ValueError, match="model_type"):
+        attain.catalog(cfg)
+    with pytest.warns(UserWarning, match="Llama"):
+        ops = attain.catalog(cfg, tokens=16, assume_llama=True)
+    qkv = next(o for o in ops if o.layer == "qkv")
+    assert (qkv.m, qkv.n, qkv.k) == (16, 512 + 2 * 2 * 64, 512)
