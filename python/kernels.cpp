@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -89,36 +90,67 @@ gemm::Schedule schedule_of(const std::string& schedule) {
   }
 }
 
-py::object gemm_call(py::handle a_in, py::handle w_in, py::object out, py::object out_dtype,
-                     py::object a_scale, py::object w_scale, py::object threads,
-                     const std::string& schedule) {
-  const View a = view_of(a_in, "a"), w = view_of(w_in, "w");
+// One checked gemm call: its operands (kept alive) and its parameters.
+struct GemmCall {
+  View a, w, c;
+  std::vector<View> keep;  // the scales
+  gemm::Params p;
+};
+
+GemmCall prepare_gemm(py::handle a_in, py::handle w_in, const py::object& out,
+                      const py::object& out_dtype, const py::object& a_scale,
+                      const py::object& w_scale, const py::object& threads,
+                      const std::string& schedule) {
+  GemmCall g{view_of(a_in, "a"), view_of(w_in, "w"), {}, {}, {}};
+  const View &a = g.a, &w = g.w;
+  gemm::Params& p = g.p;
   need_ndim(a, "a", 2);
   need_ndim(w, "w", 2);
   need_dtype(a, "a", kInputTypes);
   need_dtype(w, "w", kInputTypes);
-  gemm::Params p;
   p.a_type = a.dtype, p.b_type = w.dtype;
   p.m = a.dim(0), p.k = a.dim(1), p.n = w.dim(0);
   if (w.dim(1) != p.k)
     throw py::value_error("w: shape " + shape_text(w.shape) + " does not match a's K = " +
                           std::to_string(p.k) + " (C = a . w^T: w is (N, K))");
-  std::vector<View> keep;
   const std::int64_t kb = ceil_div(p.k, kFp8Block);
-  p.a_scale = scales(a, a_scale, "a_scale", {p.m, kb}, keep);
-  p.b_scale = scales(w, w_scale, "w_scale", {ceil_div(p.n, kFp8Block), kb}, keep);
+  p.a_scale = scales(a, a_scale, "a_scale", {p.m, kb}, g.keep);
+  p.b_scale = scales(w, w_scale, "w_scale", {ceil_div(p.n, kFp8Block), kb}, g.keep);
   const bool torch = a.from_torch || w.from_torch;
-  const View c =
+  g.c =
       output(out, {p.m, p.n}, out_dtype_of(out_dtype, default_out(a.dtype, w.dtype, torch)), torch);
-  p.c_type = c.dtype;
-  p.a = a.data, p.b = w.data, p.c = c.data;
+  p.c_type = g.c.dtype;
+  p.a = a.data, p.b = w.data, p.c = g.c.data;
   p.threads = threads_of(threads);
   p.schedule = schedule_of(schedule);
+  return g;
+}
+
+py::object gemm_call(py::handle a_in, py::handle w_in, py::object out, py::object out_dtype,
+                     py::object a_scale, py::object w_scale, py::object threads,
+                     const std::string& schedule) {
+  const GemmCall g = prepare_gemm(a_in, w_in, out, out_dtype, a_scale, w_scale, threads, schedule);
   {
     py::gil_scoped_release free;
-    gemm::gemm(p);
+    gemm::gemm(g.p);
   }
-  return out.is_none() ? c.keep : out;
+  return out.is_none() ? g.c.keep : out;
+}
+
+// The C++ side of the binding's overhead (scripts/python-overhead.py): the same checked call
+// made `reps` times in a C++ loop, each call's seconds.
+std::vector<double> gemm_seconds(py::handle a_in, py::handle w_in, py::object out,
+                                 py::object threads, int reps) {
+  const GemmCall g =
+      prepare_gemm(a_in, w_in, out, py::none(), py::none(), py::none(), threads, "default");
+  std::vector<double> t(static_cast<std::size_t>(std::max(0, reps)));
+  py::gil_scoped_release free;
+  for (double& x : t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm::gemm(g.p);
+    x = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return t;
 }
 
 // DeepGEMM's masked layout: a (G, max_m, K), w (G, N, K), out (G, max_m, N); masked_m[g] rows
@@ -255,6 +287,8 @@ py::tuple mla_call(py::handle q_in, py::handle cache_in, py::handle table_in, py
 void bind_kernels(py::module_& m) {
   m.def("gemm", &gemm_call, py::arg("a"), py::arg("w"), py::arg("out"), py::arg("out_dtype"),
         py::arg("a_scale"), py::arg("w_scale"), py::arg("threads"), py::arg("schedule"));
+  m.def("_gemm_seconds", &gemm_seconds, py::arg("a"), py::arg("w"), py::arg("out"),
+        py::arg("threads"), py::arg("reps"));
   m.def("grouped_gemm", &grouped_call, py::arg("a"), py::arg("w"), py::arg("masked_m"),
         py::arg("out"), py::arg("out_dtype"), py::arg("a_scale"), py::arg("w_scale"),
         py::arg("threads"));

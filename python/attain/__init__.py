@@ -151,8 +151,8 @@ def _split_scaled(x, scale, name):
 def gemm(a, w, *, out=None, out_dtype=None, a_scale=None, w_scale=None, threads=None,
          schedule="default"):
     """C = a . w^T on the CPU. a (M, K) and w (N, K): C-contiguous numpy arrays (float32,
-    float16), CPU torch tensors through DLPack (float32, bfloat16, float16; float8_e4m3fn by
-    address), or attain.Pointer; mixed dtypes allowed. fp8 operands take DeepSeek block scales:
+    float16), CPU torch tensors (float32, bfloat16, float16, float8_e4m3fn), other DLPack
+    producers, or attain.Pointer; mixed dtypes allowed. fp8 operands take DeepSeek block scales:
     a_scale (M, ceil(K/128)), w_scale (ceil(N/128), ceil(K/128)) float32, or (tensor, scales)
     pairs as DeepGEMM takes them. Returns C (M, N): `out` when given (written in place), else a
     new tensor of the inputs' kind (torch for torch), of `out_dtype` (default: the inputs'

@@ -71,6 +71,31 @@ class OnAnotherDevice:
 def test_wrong_device_is_a_type_error():
     with pytest.raises(TypeError, match="w: a tensor on DLPack device type 2"):
         attain.gemm(torch.randn(2, 4), OnAnotherDevice())
+    with pytest.raises(TypeError, match="a: a tensor on meta, not the CPU"):
+        attain.gemm(torch.empty(2, 4, device="meta"), torch.randn(3, 4))
+
+
+class DLPackOnly:
+    """A producer known to attain only by the DLPack protocol (as a jax or cupy array is)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, stream=None):
+        return self.t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+def test_gemm_through_the_dlpack_protocol(dt):
+    a = torch.randn(5, 72).to(dt)
+    w = torch.randn(33, 72).to(dt)
+    c = attain.gemm(DLPackOnly(a), DLPackOnly(w))
+    # not torch's own tensors: the result is numpy, fp32 where numpy has no such dtype
+    assert isinstance(c, np.ndarray) and c.shape == (5, 33)
+    assert rel_err(c, ref(a, w)) <= TOL[dt]
 
 
 @pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"),
