@@ -19,6 +19,9 @@ inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t{16} << 20;  // co
 inline constexpr std::uint64_t kMaxResultsBytes = std::uint64_t{512}
                                                   << 20;  // results, CSV, cluster
 
+// Now in UTC, as every file attain writes records when it was made: "2026-12-06T01:30:00Z".
+std::string now_iso();
+
 // The whole of file `p`, a regular file of at most `limit` bytes. Throws InputError naming it
 // as `what` (e.g. "results file") and the reason: missing, not a regular file, too large,
 // unreadable.

@@ -59,9 +59,6 @@ struct ResultsFile {
   std::size_t ops_done = 0, ops_total = 0;  // of the run's op list (when it is incomplete)
 };
 
-// Now in UTC as the files attain writes record it (ResultsFile::created): "2026-12-06T01:30:00Z".
-std::string now_iso();
-
 nlohmann::json to_json(const Result& r);
 nlohmann::json to_json(
     const CeilingsCheck& c);  // {when, at, threads, fma_gflops, bf16_gflops, read_gbps}

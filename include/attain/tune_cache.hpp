@@ -56,9 +56,6 @@ struct Entry {
   std::string tuned_at;       // ISO-8601 UTC; put() fills it in when empty
 };
 
-// ISO-8601 UTC of now, e.g. "2026-11-30T10:46:11Z".
-std::string utc_now();
-
 // nearest() accepts an entry whose sum over (m, n, k) of |log2(entry / wanted)| is at most this:
 // e.g. one dimension 4x away, or two dimensions 2x away each.
 inline constexpr double kNearestMaxLog2Distance = 2.0;

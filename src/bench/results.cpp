@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -18,15 +17,6 @@ using nlohmann::json;
 
 using json_io::get;
 using json_io::num;
-
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 json to_json(const Result& r) {
   const auto& p = r.op.prov;

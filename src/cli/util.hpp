@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attain/catalog.hpp"
+#include "attain/files.hpp"
 
 namespace attain::cli {
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -30,6 +31,15 @@ struct Fd {
   }
 };
 }  // namespace
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 std::string read_input_file(const std::filesystem::path& p, std::uint64_t limit,
                             std::string_view what) {

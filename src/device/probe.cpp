@@ -333,7 +333,7 @@ HostCeilings measure_host(const ProbeConfig& cfg, bool progress) {
        all > 1 ? stream_gbps(k, nullptr, buf.p, buf.p + half, half, all, trials) : c1);
   say(fmt::format("copy {:.0f} -> {:.0f} MiB (read + write counted), {} threads: {:.1f} GB/s",
                   mib / 2, mib / 2, all, c.copy_gbps_all));
-  c.measured_at = utc_now();
+  c.measured_at = now_iso();
   return c;
 }
 
@@ -382,7 +382,7 @@ CeilingsCheck CeilingSampler::sample(std::string when) {
   const BestRead r = best_read(s.k, s.buf.p, s.n, c.threads, trials, s.cfg.read_kernel);
   c.read_gbps = r.trials.best;
   c.read_kernel = r.kernel;
-  c.at = utc_now();
+  c.at = now_iso();
   c.t_unix = unix_now();
   return c;
 }
@@ -588,15 +588,6 @@ bool forget_cached() {
   return true;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -608,7 +599,7 @@ bool raise_ceiling(HostCeilings& c, std::string_view name, double value, const s
     if (name != f.name) continue;
     if (!(c.*f.value > 0) || !(value > c.*f.value) || !std::isfinite(value)) return false;
     c.*f.value = value;
-    c.raised[f.name] = fmt::format("{} by {}", probe::utc_now(), by);
+    c.raised[f.name] = fmt::format("{} by {}", now_iso(), by);
     return true;
   }
   throw std::invalid_argument(fmt::format("raise_ceiling: no figure '{}'", name));

@@ -78,8 +78,7 @@ std::optional<HostCeilings> raise_cached(const std::function<bool(HostCeilings&)
 // false when there was none.
 bool forget_cached();
 
-std::string utc_now();  // "2026-11-30T07:55:11Z"
-double unix_now();      // seconds since the epoch
+double unix_now();  // seconds since the epoch
 
 // The `host` device: this machine as the probe measured it (fp32 peak, streaming read).
 DeviceSpec host_device(const HostCeilings& c);

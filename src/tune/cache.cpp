@@ -289,10 +289,6 @@ std::size_t KeyHash::operator()(const Key& k) const noexcept {
   return static_cast<std::size_t>(h);
 }
 
-std::string utc_now() {
-  return probe::utc_now();
-}
-
 Identity current_identity(std::string_view isa) {
   return Identity{ATTAIN_VERSION, ATTAIN_KERNEL_BUILD_ID, cpu_identity(), std::string(isa)};
 }
@@ -364,7 +360,7 @@ void Cache::reindex() {
 }
 
 void Cache::put(Entry e) {
-  if (e.tuned_at.empty()) e.tuned_at = utc_now();
+  if (e.tuned_at.empty()) e.tuned_at = now_iso();
   dirty_.insert(e.key);
   const auto it = map_.find(e.key);
   if (it != map_.end()) {

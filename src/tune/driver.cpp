@@ -3,6 +3,7 @@
 
 #include "attain/backend.hpp"
 #include "attain/bench.hpp"
+#include "attain/files.hpp"
 #include "attain/tensor.hpp"
 #include "attain/tune.hpp"
 #include "attain/verify.hpp"
@@ -56,7 +57,7 @@ std::vector<TuneOutcome> tune_ops(const std::vector<CatalogOp>& ops, const TuneC
       e.key = o.key;
       e.best = o.result.best_text;
       e.trials = o.result.trials;
-      e.tuned_at = utc_now();
+      e.tuned_at = now_iso();
       sched.cache().put(std::move(e));
       sched.cache().save();
       o.status = "tuned";
