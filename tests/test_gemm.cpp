@@ -1604,8 +1604,9 @@ TEST(Gemm, DirectPath) {
   // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
   // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
   // converted A.
-  // M <= 8 takes the AVX-512 family's k-pairs kernel (direct_k2): odd K (its last value
-  // alone) in one block and across KC blocks (an odd kc rounded up to even), tails of W rows.
+  // M <= 16 takes the AVX-512 family's k-pairs kernel (direct_k2; one vector of pairs to 8 rows,
+  // two to 16): odd K (its last value alone) in one block and across KC blocks (an odd kc rounded
+  // up to even), tails of W rows.
   const int i = run_direct_cases({{1, 1, 1, 0},
                                   {2, 7, 15, 0},
                                   {3, 13, 2, 0},

@@ -122,9 +122,9 @@ void decode_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>
 // The direct path's blocks: W read once, in place; A^T packed by all threads first (a region of
 // its own). bf16 A and W as bf16 pairs: the bf16 dot peak, one broadcast per two k. W of another
 // dtype is converted a tile at a time before the tile computes (fp8 pairs: to bf16 by byte
-// lookups, as the fp8 pairs decode converts). At most direct_lanes / 2 rows of A on the k-pairs
-// kernel: two k in each pair of lanes, half the vectors of the padded panel; the broadcasts as
-// many (two values each, at about the cost of two).
+// lookups, as the fp8 pairs decode converts). At most direct_lanes rows of A on the k-pairs
+// kernel: two k in each pair of lanes, so a vector holds direct_lanes / 2 rows for two k steps;
+// the broadcasts as many (two values each, at about the cost of two).
 void direct_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>& out,
                  double& serial) {
   const gemm::Params& p = pl.p;
@@ -141,7 +141,7 @@ void direct_work(const gemm::Plan& pl, const Machine& mc, std::vector<BlockWork>
     std::int64_t width = 0;  // rows of the block's A^T panels, padded to whole vectors
     for (std::int64_t i0 = b.m0; i0 < b.m1; i0 += pl.direct_panel)
       width += pl.route.k_pairs
-                   ? pl.direct_lanes / 2
+                   ? round_up(2 * (b.m1 - i0), pl.direct_lanes) / 2
                    : round_up(std::min<std::int64_t>(pl.direct_panel, b.m1 - i0), pl.direct_lanes);
     const double nb = d(b.n1 - b.n0);
     BlockWork w;

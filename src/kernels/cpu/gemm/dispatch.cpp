@@ -140,7 +140,7 @@ bool swap_ok(const Params& p, const KernelFamily& f) {
 }
 
 bool direct_on_k_pairs(const Params& p, const KernelFamily& f) {
-  return f.direct_k2 != nullptr && 2 * p.m <= f.direct_lanes && !direct_pairs(p, f);
+  return f.direct_k2 != nullptr && p.m <= f.direct_lanes && !direct_pairs(p, f);
 }
 
 bool direct_converts(const Params& p, const KernelFamily& f) {

@@ -178,7 +178,7 @@ bool direct_pairs(const Params& p, const KernelFamily& f);
 // even K and leading dimensions; the block scales go on each 128-wide K block's sums.
 bool direct_fp8_pairs(const Params& p, const KernelFamily& f);
 // The direct path runs the family's k-pairs kernel (direct_k2): fp32 values (not bf16 pairs)
-// and one panel of at most direct_lanes / 2 rows of A.
+// and one panel of at most direct_lanes rows of A (two vectors of pairs).
 bool direct_on_k_pairs(const Params& p, const KernelFamily& f);
 // The operands swapped: C^T = W . A^T as a product of its own (A' = W stored (N, K), W' = A
 // stored (M, K), M' = N, N' = M; leading dimensions kept, no scales, schedule.swap cleared).

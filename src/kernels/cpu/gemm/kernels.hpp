@@ -239,9 +239,9 @@ void interleave_avx512(const float*, std::int64_t, int, std::int64_t, int, float
 void decode_avx512(const DecodeArgs&);
 void sgemm_direct_avx512_6x64(std::int64_t, const float*, std::int64_t, int, const float*, int,
                               float, float, void*, std::int64_t, bool, DType, const DirectNext*);
-// The direct kernel on k pairs (simd_direct_k2): panels of up to 8 rows of A.
-void sgemm_direct_avx512_6x8k2(std::int64_t, const float*, std::int64_t, int, const float*, int,
-                               float, float, void*, std::int64_t, bool, DType, const DirectNext*);
+// The direct kernel on k pairs (simd_direct_k2): panels of up to 16 rows of A.
+void sgemm_direct_avx512_6x16k2(std::int64_t, const float*, std::int64_t, int, const float*, int,
+                                float, float, void*, std::int64_t, bool, DType, const DirectNext*);
 // fp8 x fp8 decode as bf16 pairs (AVX512-BF16 + VBMI): K a multiple of 64, a16 set
 // (permute_a_fp8_pairs; a slice starts at a multiple of 256 values).
 void decode_fp8_pairs_avx512vbmi(const DecodeArgs&);

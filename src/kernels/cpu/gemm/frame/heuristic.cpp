@@ -81,10 +81,12 @@ struct Ranges {
            : pairs                           ? b.decode_max_m_pairs
                                              : b.decode_max_m_lowp;
   }
-  // fp32 operands with few rows of A on the direct path's k pairs (direct_k2).
-  bool k_pairs(const Params& p) const {
+  // fp32 operands with few rows of A (one vector of pairs) on the direct path's k pairs
+  // (direct_k2).
+  bool k_pairs(const Params& p) const { return k_pairs_m(p) && p.k >= b.direct_min_k_k2; }
+  bool k_pairs_m(const Params& p) const {
     return b.direct_min_m_k2 > 0 && !direct_converts(p, f) && direct_on_k_pairs(p, f) &&
-           p.m >= b.direct_min_m_k2 && p.k >= b.direct_min_k_k2;
+           p.m >= b.direct_min_m_k2 && 2 * p.m <= f.direct_lanes;
   }
 };
 
@@ -202,8 +204,7 @@ bool few_columns_swap(const Params& p, const Ranges& r, Schedule& s, Why& why) {
     return false;
   const Params q = swapped(p);
   if (p.n >= r.direct_lo(q) || !decode_ok(p, true)) return false;
-  const bool pairs_k = r.b.direct_min_m_k2 > 0 && !direct_converts(q, r.f) &&
-                       direct_on_k_pairs(q, r.f) && q.m >= r.b.direct_min_m_k2;
+  const bool pairs_k = r.k_pairs_m(q);
   s.path = pairs_k ? Path::direct : Path::decode;
   why.say(
       "swap: few columns, N {} below the swapped operands' direct minimum {}: the {} path on "

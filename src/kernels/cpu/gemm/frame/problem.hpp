@@ -76,7 +76,7 @@ struct Problem {
   // the one for 32-bit words).
   detail::DirectKernel direct = nullptr;
   // ...on k pairs (direct_k2: two consecutive k of a row in each pair of lanes, A^T laid out for
-  // it by pack_at) where the one panel has at most direct_lanes / 2 rows of A.
+  // it by pack_at) where the one panel has at most direct_lanes rows of A.
   bool k2 = false;
   // ...or fp8 A and W as bf16 pairs (direct_fp8_pairs: the kernel direct_fp8), with A's scales
   // per panel beside A^T: panel q's at as + q * P * ceil(K / 128), K block b's P (the panel's

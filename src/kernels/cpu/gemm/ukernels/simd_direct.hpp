@@ -303,36 +303,46 @@ inline void simd_direct_any(std::int64_t k, const float* w, std::int64_t ldw, in
   simd_direct<S, R, NV, Scaled>(k, w, ldw, rows, at, m, alpha, beta, c, ldc, ct, c_type, next, sc);
 }
 
-// The direct kernel for panels of at most kLanes / 2 rows of A (8 rows of zmm), where the plain
-// kernel would leave half its lanes or more idle: each pair of lanes holds two consecutive k of
-// one row of A, at[s * kLanes + 2 i + e] = A(i, 2 s + e) (zeros past m and past k), and each
-// step broadcasts two consecutive values of every W row (S::bcast_pair), so an FMA does two k
-// steps of kLanes / 2 rows. The pairs' lanes are summed at the end (S::sum_pairs). Same contract
-// as simd_direct otherwise (C(i, r), alpha, beta, ct, next); an odd k reads its last value alone
-// (nothing past the rows' ends).
-template <class S, int R>
+// The direct kernel for panels of at most NV * kLanes / 2 rows of A (8 or 16 rows of zmm), where
+// the plain kernel would leave half its lanes or more idle, or (one vector) load a broadcast for
+// every FMA: each pair of lanes holds two consecutive k of one row of A, at[s * NV * kLanes + 2 i
+// + e] = A(i, 2 s + e) (zeros past m and past k), and each step broadcasts two consecutive values
+// of every W row (S::bcast_pair), so an FMA does two k steps of kLanes / 2 rows. The pairs' lanes
+// are summed at the end (S::sum_pairs). Same contract as simd_direct otherwise (C(i, r), alpha,
+// beta, ct, next); an odd k reads its last value alone (nothing past the rows' ends). One vector
+// keeps two sets of accumulators (R chains are fewer than the FMA units keep in flight); two
+// vectors have 2 R chains in one set.
+template <class S, int R, int NV = 1>
 inline __attribute__((always_inline)) void simd_direct_k2(
     std::int64_t k, const float* w, std::int64_t ldw, int rows, const float* at, int m, float alpha,
     float beta, void* c, std::int64_t ldc, bool ct, DType c_type, const DirectNext* next) {
   using V = typename S::V;
-  constexpr int L = S::kLanes;
-  static_assert(2 * R + 2 <= S::kRegs, "two accumulator sets, an A vector and a broadcast");
-  V acc[2][R];
+  constexpr int L = S::kLanes, W = NV * L, SETS = NV == 1 ? 2 : 1;
+  static_assert(SETS * R * NV + NV + 1 <= S::kRegs, "the accumulators, A's vectors, a broadcast");
+  V acc[SETS][R][NV];
 #pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h)
+  for (int h = 0; h < SETS; ++h)
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[h][r] = S::zero();
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[h][r][v] = S::zero();
   const float* wr[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
   auto step = [&](std::int64_t s, int h) __attribute__((always_inline)) {
-    const V a = S::load(at + s * L);
+    V a[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[v] = S::load(at + s * W + v * L);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[h][r] = S::fma(S::bcast_pair(wr[r] + 2 * s), a, acc[h][r]);
+    for (int r = 0; r < R; ++r) {
+      const V b = S::bcast_pair(wr[r] + 2 * s);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[h][r][v] = S::fma(b, a[v], acc[h][r][v]);
+    }
   };
   const std::int64_t steps = k / 2;
   std::int64_t s = 0;
-  CFetch cf(c, ldc, ct, c_type, rows, m, 1, L, steps);
+  CFetch cf(c, ldc, ct, c_type, rows, m, NV, L, steps);
   // 16 steps = two lines of each W row: fetch the next tile's two lines of each row.
   for (; s + 16 <= steps; s += 16) {
     if (next != nullptr && s * 8 < next->bytes) {
@@ -344,19 +354,29 @@ inline __attribute__((always_inline)) void simd_direct_k2(
     }
     cf.round();
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) step(s + q, q % 2);
+    for (int q = 0; q < 16; ++q) step(s + q, q % SETS);
   }
   for (; s < steps; ++s) step(s, 0);
   if (k % 2 != 0) {
-    const V a = S::load(at + steps * L);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const V a = S::load(at + steps * W + v * L);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-      acc[1][r] = S::fma(S::bcast_pair_first(wr[r] + 2 * steps), a, acc[1][r]);
+      for (int r = 0; r < R; ++r)
+        acc[SETS - 1][r][v] =
+            S::fma(S::bcast_pair_first(wr[r] + 2 * steps), a, acc[SETS - 1][r][v]);
+    }
   }
-  alignas(64) float t[R][L];
+  alignas(64) float t[R][W];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) S::store(t[r], S::sum_pairs(S::add(acc[0][r], acc[1][r])));
-  direct_write<S>(&t[0][0], L, 2, rows, m, alpha, beta, c, ldc, ct, c_type);
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      V x = acc[0][r][v];
+      if constexpr (SETS == 2) x = S::add(x, acc[1][r][v]);
+      S::store(t[r] + v * L, S::sum_pairs(x));
+    }
+  direct_write<S>(&t[0][0], W, 2, rows, m, alpha, beta, c, ldc, ct, c_type);
 }
 
 }  // namespace attain::gemm::detail

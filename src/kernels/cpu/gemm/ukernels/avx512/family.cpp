@@ -26,7 +26,7 @@ constinit const KernelFamily avx512_family{
     .direct_panel = 64,
     .direct_lanes = 16,
     .direct_bf16 = sgemm_direct_avx512bf16_6x64,
-    .direct_k2 = sgemm_direct_avx512_6x8k2,
+    .direct_k2 = sgemm_direct_avx512_6x16k2,
     .direct_writes_rows = true,
     .direct_fp8 = sgemm_direct_avx512bf16_6x64_fp8,
     .e4m3_to_bf16 = e4m3_to_bf16_avx512vbmi,
