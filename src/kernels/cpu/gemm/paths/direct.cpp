@@ -39,29 +39,38 @@ int k2_width(const Problem& pr) {
 }
 
 // The k-pairs panel: K [k0, k1) (k0 even) at dst + k0 / 2 * L (L = k2_width), at[s * L + 2 i + e] =
-// A(i, 2 s + e), zeros past M and past K. op(A)'s rows are first packed K-major by the family's
-// transposes (pack_a_panel: any dtype, either storage), L / 2 values a k, then each two
-// consecutive k interleaved: a value-by-value gather from A's rows cost as much as the kernel on
-// a 16 x 128 x 512 product.
+// A(i, 2 s + e), zeros past M and past K. Gathered from A's rows as they are (fp32 A (M, K)):
+// packing them K-major by the family's transposes first and interleaving two k at a time ran
+// 0.89x on 16 x 4096 x 4096 fp32 and 0.95x on 12 x 1024 x 7168 (alternated, 2 threads).
 void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst) {
-  const int L = k2_width(pr), H = L / 2, m = static_cast<int>(pr.p->m);
+  const Params& p = *pr.p;
+  const int L = k2_width(pr), m = static_cast<int>(p.m);
   const std::int64_t len = k1 - k0;
-  float* t = workspace().tmp.get(H * len);
-  pack_a_panel(pr, 0, m, k0, len, H, t, workspace().a_conv.get(m * len));
-  float* d = dst + k0 / 2 * L;
-  std::int64_t q = 0;
-  for (; q + 2 <= len; q += 2, d += L) {
-    const float *t0 = t + q * H, *t1 = t0 + H;
-    for (int i = 0; i < H; ++i) {
-      d[2 * i] = t0[i];
-      d[2 * i + 1] = t1[i];
+  // op(A)'s rows as fp32: in place where they are, else converted into scratch.
+  const float* src = nullptr;
+  std::int64_t ld = len;
+  if (p.trans_a == Trans::N && p.a_type == DType::f32) {
+    src = reinterpret_cast<const float*>(a_at(pr, 0, k0));
+    ld = pr.lda;
+  } else {
+    float* tmp = workspace().a_conv.get(m * len);
+    if (p.trans_a == Trans::N) {
+      convert_a_rows(pr, 0, m, k0, len, tmp, len);
+    } else {  // fp32 stored (K, M)
+      for (int i = 0; i < m; ++i)
+        for (std::int64_t q = 0; q < len; ++q)
+          tmp[i * len + q] = *reinterpret_cast<const float*>(a_at(pr, i, k0 + q));
     }
+    src = tmp;
   }
-  if (q < len)
-    for (int i = 0; i < H; ++i) {
-      d[2 * i] = t[q * H + i];
-      d[2 * i + 1] = 0.0f;
+  float* d = dst + k0 / 2 * L;
+  for (std::int64_t q = 0; q < len; q += 2, d += L) {
+    for (int i = 0; i < m; ++i) {
+      d[2 * i] = src[i * ld + q];
+      d[2 * i + 1] = q + 1 < len ? src[i * ld + q + 1] : 0.0f;
     }
+    for (int l = 2 * m; l < L; ++l) d[l] = 0.0f;
+  }
 }
 
 // K [k0, k1) of the A^T panel from row i0 of op(A) into the panel at dst (all of K: the k-th
