@@ -82,7 +82,7 @@ struct Ranges {
                                              : b.decode_max_m_lowp;
   }
   // fp32 operands with few rows of A (one vector of pairs) on the direct path's k pairs
-  // (direct_k2).
+  // (direct_k2): k_pairs_m the operands and M, k_pairs also the row's K minimum.
   bool k_pairs(const Params& p) const { return k_pairs_m(p) && p.k >= b.direct_min_k_k2; }
   bool k_pairs_m(const Params& p) const {
     return b.direct_min_m_k2 > 0 && !direct_converts(p, f) && direct_on_k_pairs(p, f) &&

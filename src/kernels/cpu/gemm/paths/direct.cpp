@@ -39,9 +39,7 @@ int k2_width(const Problem& pr) {
 }
 
 // The k-pairs panel: K [k0, k1) (k0 even) at dst + k0 / 2 * L (L = k2_width), at[s * L + 2 i + e] =
-// A(i, 2 s + e), zeros past M and past K. Gathered from A's rows as they are (fp32 A (M, K)):
-// packing them K-major by the family's transposes first and interleaving two k at a time ran
-// 0.89x on 16 x 4096 x 4096 fp32 and 0.95x on 12 x 1024 x 7168 (alternated, 2 threads).
+// A(i, 2 s + e), zeros past M and past K, gathered from A's rows as they are.
 void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst) {
   const Params& p = *pr.p;
   const int L = k2_width(pr), m = static_cast<int>(p.m);
