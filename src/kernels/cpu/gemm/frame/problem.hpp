@@ -45,7 +45,7 @@ class Buffer {
 
 // Per-thread workspaces (pool threads are persistent, so these live across calls).
 struct Workspace {
-  Buffer b_pack, c_tile, tmp, out, a_conv;
+  Buffer b_pack, c_tile, tmp, out, a_conv, a_whole;
   Buffer a_pack[tile::kMaxStages];
 };
 Workspace& workspace();

@@ -55,6 +55,9 @@ struct BlockCall {
   std::int64_t ldc;
   bool fetch_c;   // 16-bit C written after this block: fetch its lines while it computes
   bool prefetch;  // the pipeline has stages: touch the next kernel call's A and B panels
+  // Packed operands the next block reads, fetched into L2 a share per kernel call (or none).
+  const float* fetch_next = nullptr;
+  std::int64_t fetch_bytes = 0;
 };
 void multiply_blocks(const Problem& pr, const BlockCall& bc) {
   const Params& p = *pr.p;
@@ -65,6 +68,10 @@ void multiply_blocks(const Problem& pr, const BlockCall& bc) {
   const std::int64_t kcw = bc.kc / pr.kw;
   alignas(64) float edge[32 * 32];  // MR x NR of any kernel family
   const float one = 1.0f, zero = 0.0f;
+  const std::int64_t calls = ceil_div(bc.nc, NR) * ceil_div(bc.mc, MR);
+  const std::int64_t fetch_share = round_up(ceil_div(bc.fetch_bytes, calls), 64);
+  const char* fetch = reinterpret_cast<const char*>(bc.fetch_next);
+  const char* fetch_end = fetch + bc.fetch_bytes;
   for (std::int64_t jr = 0; jr < bc.nc; jr += NR) {
     const int nr = static_cast<int>(std::min<std::int64_t>(NR, bc.nc - jr));
     for (std::int64_t ir = 0; ir < bc.mc; ir += MR) {
@@ -77,6 +84,8 @@ void multiply_blocks(const Problem& pr, const BlockCall& bc) {
           __builtin_prefetch(c16 + i * pr.ldc + nr - 1, 1, 3);
         }
       }
+      for (const char* e = std::min(fetch + fetch_share, fetch_end); fetch < e; fetch += 64)
+        __builtin_prefetch(fetch, 0, 2);
       UkAux aux;
       if (bc.prefetch) {
         const bool last_ir = ir + MR >= bc.mc;
@@ -158,6 +167,8 @@ struct PackedBlock {
 };
 
 constexpr float kOne = 1.0f, kZero = 0.0f;
+// The most packed A a thread keeps across its column blocks (run_mk).
+constexpr std::int64_t kKeepPackedABytes = std::int64_t{32} << 20;
 
 PackedBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_t n0,
                    std::int64_t n1, int slice) {
@@ -232,6 +243,11 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   float* apack[tile::kMaxStages];
   for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
   float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
+  // Several column blocks: A's blocks are packed once, in the first, and kept for the others.
+  const std::int64_t ktiles = ceil_div(K, KC), slot_words = round_up(MC, MR) * ceil_div(KC, kw);
+  const std::int64_t whole_words = ceil_div(m1 - m0, MC) * ktiles * slot_words;
+  const bool keep_a = n1 - n0 > NC && whole_words * 4 <= kKeepPackedABytes;
+  float* awhole = keep_a ? ws.a_whole.get(whole_words) : nullptr;
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
     // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
@@ -239,20 +255,32 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
       pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + p0 * ncp / kw, b.tmp);
     for (std::int64_t ic = m0; ic < m1; ic += MC) {
       const std::int64_t mc = std::min(MC, m1 - ic);
+      auto a_at = [&](std::int64_t t, int slot) {
+        return keep_a ? awhole + ((ic - m0) / MC * ktiles + t) * slot_words : apack[slot];
+      };
       auto load = [&](std::int64_t t, int slot) {
+        if (keep_a && jc > n0) return;
         const std::int64_t p0 = t * KC;
-        pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), apack[slot], b.tmp);
+        pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), a_at(t, slot), b.tmp);
       };
       auto compute = [&](std::int64_t t, int slot) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
+        // Kept A blocks come from L3 or memory: fetch the next one while this one computes.
+        const float* next = nullptr;
+        if (keep_a && jc > n0)
+          next = t + 1 < ktiles ? a_at(t + 1, 0)
+                 : ic + MC < m1 ? awhole + ((ic + MC - m0) / MC * ktiles) * slot_words
+                 : jc + NC < n1 ? awhole
+                                : nullptr;
         // 16-bit C is written from the tile after the last K block; fetch its lines for
         // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
         // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
         // there).
         multiply_blocks(pr,
-                        {apack[slot], bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, b.alpha,
+                        {a_at(t, slot), bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, b.alpha,
                          t == 0 ? b.beta0 : &kOne, via_tile ? ctile : b.c_at(pr, ic, jc),
-                         via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1});
+                         via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1, next,
+                         next == nullptr ? 0 : slot_words * 4});
       };
       tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
       if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
