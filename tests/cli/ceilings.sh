@@ -13,6 +13,7 @@ forge() {  # forge FIELD VALUE: set one figure of this machine's entry
   python3 - "$TMP/cache/attain/probe.json" "$1" "$2" <<'PY'
 import json, sys
 p, field, v = sys.argv[1], sys.argv[2], float(sys.argv[3])
+v = int(v) if v.is_integer() and v >= 1 else v  # integer fields (cold_bytes) stay integers
 d = json.load(open(p))
 for e in d["entries"].values():
     e[field] = v
@@ -50,8 +51,10 @@ grep -q "read_gbps_1t" <("$ATTAIN" probe) || fail "probe lists the raised figure
 "$ATTAIN" probe | grep -q "best seen  read_gbps_1t" || fail "probe says the figure was raised"
 
 # 2. A low figure and no re-check: the op runs faster than its ceiling; it is a ceiling error
-#    (CEIL! in the table, ceiling_error in the file, out of the aggregates), and the cache rises.
+#    (CEIL! in the table, ceiling_error in the file, out of the aggregates), and the cache rises
+#    (the op's 16 MiB above what the forged probe found to read at memory speed).
 forge read_gbps_1t 0.5
+forge cold_bytes 8388608
 "$ATTAIN" bench --op "$OP" --backend attain --threads 1 --max-seconds 0.02 --no-recheck \
   --out "$TMP/f.json" > "$TMP/f.out" 2> "$TMP/f.err" || fail "bench: $(cat "$TMP/f.err")"
 grep -q "CEIL!" "$TMP/f.out" || fail "table lacks CEIL!: $(cat "$TMP/f.out")"
@@ -80,4 +83,12 @@ forge read_gbps_1t 0.5
 "$ATTAIN" bench --op "$OP" --backend attain --threads 1 --max-seconds 0.02 --no-recheck --hot \
   > "$TMP/h.out" 2>&1 || fail "hot bench: $(cat "$TMP/h.out")"
 [ "$(cached read_gbps_1t)" = "0.5" ] || fail "a hot run raised the cache to $(cached read_gbps_1t)"
+# 4. An op smaller than what reads at memory speed may be served partly from cache: still a
+#    ceiling error, but it raises no read figure.
+forge read_gbps_1t 0.5
+forge cold_bytes 1073741824
+"$ATTAIN" bench --op "$OP" --backend attain --threads 1 --max-seconds 0.02 --no-recheck \
+  > "$TMP/s.out" 2> "$TMP/s.err" || fail "bench: $(cat "$TMP/s.err")"
+grep -q "CEIL!" "$TMP/s.out" || fail "table lacks CEIL!: $(cat "$TMP/s.out")"
+[ "$(cached read_gbps_1t)" = "0.5" ] || fail "a cache-sized op raised the cache to $(cached read_gbps_1t)"
 echo "ceilings: ok"
