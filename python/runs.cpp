@@ -186,6 +186,7 @@ const std::map<std::string, Field>& job_fields() {
       {"virtual_stages", &JobRequest::virtual_stages},
       {"efficiency", &JobRequest::efficiency},
       {"overlap", &JobRequest::overlap},
+      {"overlap_slowdown", &JobRequest::overlap_slowdown},
       {"efficiency_from", &JobRequest::efficiency_from},
       {"efficiency_backend", &JobRequest::efficiency_backend},
       {"allreduce", &JobRequest::allreduce},

@@ -216,6 +216,7 @@ TEST(ClusterStep, AnyChipCountKeepsTheBatch) {
 
 TEST(ClusterStep, CommunicationAndOverlap) {
   TrainingSetup s = llama3_setup();
+  s.overlap_slowdown = 0;
   s.overlap = 0;
   const StepBreakdown none = step_time(s);
   s.overlap = 1;
@@ -225,6 +226,20 @@ TEST(ClusterStep, CommunicationAndOverlap) {
   EXPECT_GT(none.pp_comm_s, 0);
   EXPECT_GT(none.exposed_comm_s, full.exposed_comm_s);
   EXPECT_NEAR(none.step_s - full.step_s, none.exposed_comm_s - full.exposed_comm_s, 1e-9);
+  EXPECT_DOUBLE_EQ(full.contention_s, 0);
+  // Compute beside the hidden traffic runs overlap_slowdown slower for as long as it hides:
+  // with nothing hidden there is nothing to slow.
+  s.overlap_slowdown = 0.25;
+  const StepBreakdown slowed = step_time(s);
+  const double hidden = none.exposed_comm_s - full.exposed_comm_s;  // what overlap 1 hides
+  EXPECT_GT(hidden, 0);
+  EXPECT_NEAR(slowed.contention_s, 0.25 * hidden, 1e-9 * hidden);
+  EXPECT_NEAR(slowed.step_s, full.step_s + slowed.contention_s, 1e-9);
+  s.overlap = 0;
+  EXPECT_DOUBLE_EQ(step_time(s).contention_s, 0);
+  s.overlap_slowdown = -0.1;
+  EXPECT_THROW(step_time(s), InputError);
+  s.overlap = 1, s.overlap_slowdown = 0;
   // A slower scale-out network costs more once traffic is exposed.
   s.overlap = 0, s.topo.inter_gbps = 12.5;
   EXPECT_GT(step_time(s).step_s, none.step_s);

@@ -115,6 +115,9 @@ const bool registered = add_command([](CLI::App& app) {
                   "the same for a goodput (a fraction of the cluster's peak)");
   sub->add_option("--overlap", q->overlap,
                   "fraction of communication hidden under compute (default 0.8)");
+  sub->add_option("--overlap-slowdown", q->overlap_slowdown,
+                  "how much slower compute runs beside the traffic it hides (default 0.189, "
+                  "arXiv:2507.03114)");
   sub->add_option("--allreduce", q->allreduce, "ring, tree or best (default best)");
   sub->add_flag("--recompute", q->recompute, "full activation recomputation");
   sub->add_flag("--unfused-attention", q->unfused_attention, "attention scores go through memory");

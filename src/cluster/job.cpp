@@ -49,7 +49,8 @@ TrainingSetup make_setup(const JobRequest& o, std::int64_t chips, const ModelWor
            .cp = o.cp,
            .micro_batch = o.micro_batch,
            .virtual_stages = o.virtual_stages};
-  s.efficiency = o.efficiency, s.overlap = o.overlap, s.recompute = o.recompute;
+  s.efficiency = o.efficiency, s.overlap = o.overlap, s.overlap_slowdown = o.overlap_slowdown,
+  s.recompute = o.recompute;
   s.measured = o.measured;
   s.fused_attention = !o.unfused_attention;
   if (o.allreduce == "ring")

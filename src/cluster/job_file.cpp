@@ -68,6 +68,7 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
           {"pp_comm_s", b.pp_comm_s},
           {"dp_comm_s", b.dp_comm_s},
           {"exposed_comm_s", b.exposed_comm_s},
+          {"contention_s", b.contention_s},
           {"optimizer_s", b.optimizer_s},
           {"step_s", b.step_s},
           {"model_flops", b.model_flops},
@@ -100,6 +101,7 @@ ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& 
       {"efficiency_from", o.efficiency_from.empty() ? ojson(nullptr) : ojson(o.efficiency_from)},
       {"efficiency_ops", o.efficiency_ops},
       {"overlap", s.overlap},
+      {"overlap_slowdown", s.overlap_slowdown},
       {"allreduce", o.allreduce},
       {"recompute", s.recompute},
       {"fused_attention", s.fused_attention},
@@ -328,14 +330,14 @@ std::string job_text(const JobOutcome& out) {
       b.ep > 1 ? fmt::format(" (EP {})", b.ep) : "", b.micro_batches, s.par.micro_batch,
       s.work.seq);
   t += fmt::format(
-      "            compute {:.3f} s + bubble {:.3f} s + exposed comm {:.3f} s + optimizer {:.3f} s "
-      "= {:.3f} s\n",
-      b.compute_s, b.bubble_s, b.exposed_comm_s, b.optimizer_s, b.step_s);
+      "            compute {:.3f} s + bubble {:.3f} s + exposed comm {:.3f} s + contention {:.3f} "
+      "s + optimizer {:.3f} s = {:.3f} s\n",
+      b.compute_s, b.bubble_s, b.exposed_comm_s, b.contention_s, b.optimizer_s, b.step_s);
   t += fmt::format(
       "            comm before overlap: TP {:.3f} s,{} EP {:.3f} s, PP {:.3f} s, DP {:.3f} s "
-      "(overlap {:g})\n",
+      "(overlap {:g}; compute beside it {:g} slower)\n",
       b.tp_comm_s, b.cp > 1 ? fmt::format(" CP {:.3f} s,", b.cp_comm_s) : "", b.ep_comm_s,
-      b.pp_comm_s, b.dp_comm_s, s.overlap);
+      b.pp_comm_s, b.dp_comm_s, s.overlap, s.overlap_slowdown);
   t += fmt::format(
       "            MFU {} (3 x forward FLOPs / (chips that train x peak x step); efficiency "
       "{:.3g}{})\n",

@@ -64,6 +64,8 @@ StepBreakdown step_time(const TrainingSetup& s) {
   if (s.global_batch <= 0) throw InputError("global batch must be positive");
   if (!(s.efficiency > 0 && s.efficiency <= 1)) throw InputError("efficiency must be in (0, 1]");
   if (!(s.overlap >= 0 && s.overlap <= 1)) throw InputError("overlap must be in [0, 1]");
+  if (!(s.overlap_slowdown >= 0 && s.overlap_slowdown <= 1))
+    throw InputError("overlap slowdown must be in [0, 1]");
   if (s.par.micro_batch <= 0) throw InputError("micro-batch must be positive");
 
   const Parallelism p = choose_parallelism(s);
@@ -188,9 +190,13 @@ StepBreakdown step_time(const TrainingSetup& s) {
   const double per_mb = tp_mb + cp_mb + ep_mb + pp_mb;
   const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
   b.exposed_comm_s = m * exposed(per_mb, fb) + exposed(b.dp_comm_s, fb) + fill;
+  // The compute that hidden traffic runs beside is slowed by overlap_slowdown for as long.
+  const double hidden =
+      m * (per_mb - exposed(per_mb, fb)) + (b.dp_comm_s - exposed(b.dp_comm_s, fb));
+  b.contention_s = s.overlap_slowdown * hidden;
   b.optimizer_s = s.work.params / static_cast<double>(b.chips_used) * s.optimizer_bytes / bw;
 
-  b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.optimizer_s;
+  b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.contention_s + b.optimizer_s;
   b.tokens = static_cast<double>(b.global_batch) * s.work.seq;
   b.model_flops = 3 * s.work.forward_flops() * static_cast<double>(b.global_batch);
   b.mfu = b.model_flops / (static_cast<double>(b.chips_used) * peak * b.step_s);
