@@ -372,6 +372,49 @@ TEST(Gemm, PiecesBesideABusyThread) {
   pieces_cases();
 }
 
+// The packed path keeps a thread's packed A blocks for its later column blocks of the same
+// product (Workspace::kept_a): a second product on the same buffers with A rewritten between
+// them reads its own A, not the blocks the first one kept. Pieces of 64 columns (NC) at 1-3
+// threads, MC and KC blocks with tails, fp32 and bf16 (the pairs where the CPU has them), exact.
+TEST(Gemm, KeptPackedABelongsToOneProduct) {
+  const std::int64_t m = 61, n = 200, k = 300;
+  for (DType t : {DType::f32, DType::bf16})
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " threads=" + std::to_string(threads));
+      const std::size_t es = t == DType::f32 ? 4 : 2;
+      std::vector<std::uint8_t> a(m * k * es), b(n * k * es);
+      std::vector<float> av(m * k), bv(n * k), c(m * n);
+      auto put = [&](std::vector<std::uint8_t>& dst, std::size_t i, float v) {
+        if (t == DType::f32) {
+          std::memcpy(dst.data() + i * 4, &v, 4);
+        } else {
+          const std::uint16_t h = f32_to_bf16(v);
+          std::memcpy(dst.data() + i * 2, &h, 2);
+        }
+      };
+      for (std::size_t i = 0; i < bv.size(); ++i) put(b, i, bv[i] = static_cast<float>(i % 5) - 2);
+      for (int round = 0; round < 2; ++round) {
+        for (std::size_t i = 0; i < av.size(); ++i)
+          put(a, i, av[i] = static_cast<float>((i + 3 * round) % 7) - 3);
+        Params p;
+        p.a = a.data(), p.b = b.data(), p.c = c.data();
+        p.a_type = p.b_type = t;
+        p.m = m, p.n = n, p.k = k;
+        p.threads = threads;
+        p.schedule.path = Path::packed;
+        p.schedule.order = Order::mk;
+        p.schedule.mc = 24, p.schedule.nc = 64, p.schedule.kc = 128;
+        gemm(p);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            float ref = 0;
+            for (std::int64_t q = 0; q < k; ++q) ref += av[i * k + q] * bv[j * k + q];
+            ASSERT_EQ(c[i * n + j], ref) << "round " << round << " " << i << "," << j;
+          }
+      }
+    }
+}
+
 // The packed path's default blocks over a K of several of them and a tail (fp32 operands take
 // the row's fp32 KC where it has one: 768 on zen4's AVX2 row), both loop orders, 1 and 2 threads.
 TEST(Gemm, PackedDefaultBlocksDeepK) {

@@ -2,6 +2,7 @@
 // C written back (16-bit C rounded once), and the problem a resolved schedule makes.
 #include "kernels/cpu/gemm/frame/problem.hpp"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 
@@ -224,8 +225,10 @@ void add_pieces(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int64_
 
 // The problem of p under its resolved schedule s (make_problem's contract: frame/problem.hpp).
 Problem make_problem(const Params& p, const Schedule& s) {
+  static std::atomic<std::uint64_t> ids{0};
   Problem pr{};
   pr.p = &p;
+  pr.id = ++ids;
   pr.s = s;
   pr.fam = &family(pr.s.isa);
   pr.blk = blocking(pr.s.isa);

@@ -44,8 +44,17 @@ class Buffer {
 };
 
 // Per-thread workspaces (pool threads are persistent, so these live across calls).
+// Which product's A blocks a thread's a_whole holds, packed whole (run_mk), so that the thread's
+// later pieces of the same rows and K slice read them instead of packing them again.
+struct KeptA {
+  std::uint64_t id = 0;  // Problem::id; 0: none
+  std::int64_t m0 = 0, m1 = 0, mc = 0, kc = 0;
+  int slice = 0;
+  bool operator==(const KeptA&) const = default;
+};
 struct Workspace {
   Buffer b_pack, c_tile, tmp, out, a_conv, a_whole;
+  KeptA kept_a;
   Buffer a_pack[tile::kMaxStages];
 };
 Workspace& workspace();
@@ -54,6 +63,7 @@ Workspace& workspace();
 // family, block sizes and schedule, and where its path keeps its converted operands.
 struct Problem {
   const Params* p;
+  std::uint64_t id = 0;  // unique to this product in the process (make_problem)
   const KernelFamily* fam;
   Blocking blk;
   Schedule s;  // resolved: every field set

@@ -243,11 +243,15 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   float* apack[tile::kMaxStages];
   for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
   float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
-  // Several column blocks: A's blocks are packed once, in the first, and kept for the others.
+  // Several column blocks of these rows (in this block, or in the product's other pieces): A's
+  // blocks are packed once, in the thread's first column block, and kept for the others.
   const std::int64_t ktiles = ceil_div(K, KC), slot_words = round_up(MC, MR) * ceil_div(KC, kw);
   const std::int64_t whole_words = ceil_div(m1 - m0, MC) * ktiles * slot_words;
-  const bool keep_a = n1 - n0 > NC && whole_words * 4 <= kKeepPackedABytes;
+  const bool keep_a = pr.p->n > NC && whole_words * 4 <= kKeepPackedABytes;
+  const KeptA tag{pr.id, m0, m1, MC, KC, b.slice};
+  bool packed = keep_a && ws.kept_a == tag;  // by an earlier piece on this thread
   float* awhole = keep_a ? ws.a_whole.get(whole_words) : nullptr;
+  if (keep_a && !packed) ws.kept_a = KeptA{};  // overwritten below
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
     // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
@@ -259,7 +263,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
         return keep_a ? awhole + ((ic - m0) / MC * ktiles + t) * slot_words : apack[slot];
       };
       auto load = [&](std::int64_t t, int slot) {
-        if (keep_a && jc > n0) return;
+        if (packed) return;
         const std::int64_t p0 = t * KC;
         pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), a_at(t, slot), b.tmp);
       };
@@ -267,7 +271,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
         const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
         // Kept A blocks come from L3 or memory: fetch the next one while this one computes.
         const float* next = nullptr;
-        if (keep_a && jc > n0)
+        if (packed)
           next = t + 1 < ktiles ? a_at(t + 1, 0)
                  : ic + MC < m1 ? awhole + ((ic + MC - m0) / MC * ktiles) * slot_words
                  : jc + NC < n1 ? awhole
@@ -285,6 +289,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
       tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
       if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
     }
+    if (keep_a && !packed) packed = true, ws.kept_a = tag;
   }
 }
 
