@@ -189,11 +189,10 @@ StepBreakdown step_time(const TrainingSetup& s) {
   };
   const double per_mb = tp_mb + cp_mb + ep_mb + pp_mb;
   const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
-  b.exposed_comm_s = m * exposed(per_mb, fb) + exposed(b.dp_comm_s, fb) + fill;
+  const double mb_exposed = exposed(per_mb, fb), dp_exposed = exposed(b.dp_comm_s, fb);
+  b.exposed_comm_s = m * mb_exposed + dp_exposed + fill;
   // The compute that hidden traffic runs beside is slowed by overlap_slowdown for as long.
-  const double hidden =
-      m * (per_mb - exposed(per_mb, fb)) + (b.dp_comm_s - exposed(b.dp_comm_s, fb));
-  b.contention_s = s.overlap_slowdown * hidden;
+  b.contention_s = s.overlap_slowdown * (m * (per_mb - mb_exposed) + b.dp_comm_s - dp_exposed);
   b.optimizer_s = s.work.params / static_cast<double>(b.chips_used) * s.optimizer_bytes / bw;
 
   b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.contention_s + b.optimizer_s;

@@ -43,7 +43,6 @@ class Buffer {
   std::size_t n_ = 0;
 };
 
-// Per-thread workspaces (pool threads are persistent, so these live across calls).
 // Which product's A blocks a thread's a_whole holds, packed whole (run_mk), so that the thread's
 // later pieces of the same rows and K slice read them instead of packing them again.
 struct KeptA {
@@ -52,6 +51,7 @@ struct KeptA {
   int slice = 0;
   bool operator==(const KeptA&) const = default;
 };
+// Per-thread workspaces (pool threads are persistent, so these live across calls).
 struct Workspace {
   Buffer b_pack, c_tile, tmp, out, a_conv, a_whole;
   KeptA kept_a;

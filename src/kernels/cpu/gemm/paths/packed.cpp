@@ -252,6 +252,10 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   bool packed = keep_a && ws.kept_a == tag;  // by an earlier piece on this thread
   float* awhole = keep_a ? ws.a_whole.get(whole_words) : nullptr;
   if (keep_a && !packed) ws.kept_a = KeptA{};  // overwritten below
+  // A's block (rows from i, K block t) in awhole.
+  auto kept = [&](std::int64_t i, std::int64_t t) {
+    return awhole + ((i - m0) / MC * ktiles + t) * slot_words;
+  };
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
     // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
@@ -259,9 +263,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
       pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + p0 * ncp / kw, b.tmp);
     for (std::int64_t ic = m0; ic < m1; ic += MC) {
       const std::int64_t mc = std::min(MC, m1 - ic);
-      auto a_at = [&](std::int64_t t, int slot) {
-        return keep_a ? awhole + ((ic - m0) / MC * ktiles + t) * slot_words : apack[slot];
-      };
+      auto a_at = [&](std::int64_t t, int slot) { return keep_a ? kept(ic, t) : apack[slot]; };
       auto load = [&](std::int64_t t, int slot) {
         if (packed) return;
         const std::int64_t p0 = t * KC;
@@ -272,9 +274,9 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
         // Kept A blocks come from L3 or memory: fetch the next one while this one computes.
         const float* next = nullptr;
         if (packed)
-          next = t + 1 < ktiles ? a_at(t + 1, 0)
-                 : ic + MC < m1 ? awhole + ((ic + MC - m0) / MC * ktiles) * slot_words
-                 : jc + NC < n1 ? awhole
+          next = t + 1 < ktiles ? kept(ic, t + 1)
+                 : ic + MC < m1 ? kept(ic + MC, 0)
+                 : jc + NC < n1 ? kept(m0, 0)
                                 : nullptr;
         // 16-bit C is written from the tile after the last K block; fetch its lines for
         // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
