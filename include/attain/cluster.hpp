@@ -57,8 +57,9 @@ struct Topology {
 
 // ---------------------------------------------------------------- the model's work
 struct WorkItem {
-  Op op;             // one matrix op of one sequence (its shape on a chip: chip_op)
-  double count = 1;  // occurring `count` times per forward pass
+  Op op;              // one matrix op of one sequence (its shape on a chip: chip_op)
+  double count = 1;   // occurring `count` times per forward pass
+  bool head = false;  // the LM head: once per pass, after the last layer (on the last stage)
   // QK^T or PV (a batched GEMM, or MLA): fused kernels keep the scores on chip.
   bool attention() const {
     return op.kind == OpKind::batched_gemm || op.kind == OpKind::mla_decode;
@@ -77,7 +78,12 @@ struct ModelWork {
   std::int64_t kv_dim = 0;  // K (and V) width per token: KV heads x head size (0: hidden)
   std::int64_t moe_layers = 0, experts = 0, experts_per_tok = 0;
   std::vector<WorkItem> forward;  // forward pass of ONE sequence of `seq` tokens
-  double forward_flops() const;   // per sequence
+  // The non-matrix ops' memory traffic in elements per token, forward: per layer (norms,
+  // residual adds, rotary embedding, the MLP's activation, MoE token permutation; averaged over
+  // the layers) and once after the last (the loss reading the logits). Set by the builder that
+  // knows the architecture (nonmatrix_elems); 0 counts none.
+  double nonmatrix_per_layer = 0, nonmatrix_loss = 0;
+  double forward_flops() const;  // per sequence
 };
 // Seam to the catalog (catalog.hpp): model_ops(cfg, prefill of `seq` tokens) -> work items.
 ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt);
@@ -87,6 +93,13 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt);
 ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t hidden,
                            std::int64_t ffn, std::int64_t heads, std::int64_t vocab,
                            std::int64_t seq, DType dt, bool gated = false);
+// The non-matrix elements one token moves through memory in one layer's forward pass: two
+// norms (read and write the hidden state: 4 h), two residual adds (read two, write one: 6 h),
+// rotary embedding on the queries and keys (read and write: 2 (q + kv)), the MLP's activation
+// over `act` values (gated: read gate and up, write one: 3 act; else 2 act) and, with `routed`
+// expert copies per token, MoE dispatch and combine (read and write each copy: 4 routed h).
+double nonmatrix_elems(std::int64_t hidden, std::int64_t q_dim, std::int64_t kv_dim, double act,
+                       bool gated, double routed = 0);
 
 // ---------------------------------------------------------------- collectives (alpha-beta)
 struct Link {
@@ -153,8 +166,15 @@ struct StepBreakdown {
   std::int64_t global_batch = 0;   // sequences per step: the user's, or raised by scale_batch
   std::int64_t chips_used = 0;     // TP x PP x DP: the chips that train
   std::int64_t chips_left = 0;     // the rest, in no whole group (job.cpp: spares or idle)
-  double fwd_s = 0, bwd_s = 0;     // one micro-batch on one stage
-  double compute_s = 0;            // all micro-batches on one stage
+  double fwd_s = 0, bwd_s = 0;     // matrix ops: one micro-batch on the mean stage
+  double compute_s = 0;            // matrix ops: all micro-batches on the mean stage
+  double nonmatrix_fwd_s = 0;      // non-matrix ops: one micro-batch's forward, mean stage
+  double nonmatrix_s = 0;          // non-matrix ops: all micro-batches, forward and backward
+  // Pipeline stages: stage_layers is the most layers one stage holds, last_layers the last
+  // stage's (beside the LM head); stage_load = the busiest stage's work / the mean's (>= 1).
+  std::int64_t stage_layers = 0, last_layers = 0;
+  double stage_load = 1;
+  double imbalance_s = 0;  // what the busiest stage adds over the mean, all micro-batches
   double bubble_s = 0;
   double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0, dp_comm_s = 0;  // per step
   double exposed_comm_s = 0;  // the part of the above not hidden under compute

@@ -61,6 +61,12 @@ ojson step_json(const TrainingSetup& s, const StepBreakdown& b) {
           {"fwd_s", b.fwd_s},
           {"bwd_s", b.bwd_s},
           {"compute_s", b.compute_s},
+          {"nonmatrix_fwd_s", b.nonmatrix_fwd_s},
+          {"nonmatrix_s", b.nonmatrix_s},
+          {"stage_layers", b.stage_layers},
+          {"last_stage_layers", b.last_layers},
+          {"stage_load", b.stage_load},
+          {"imbalance_s", b.imbalance_s},
           {"bubble_s", b.bubble_s},
           {"tp_comm_s", b.tp_comm_s},
           {"cp_comm_s", b.cp_comm_s},
@@ -330,9 +336,15 @@ std::string job_text(const JobOutcome& out) {
       b.ep > 1 ? fmt::format(" (EP {})", b.ep) : "", b.micro_batches, s.par.micro_batch,
       s.work.seq);
   t += fmt::format(
-      "            compute {:.3f} s + bubble {:.3f} s + exposed comm {:.3f} s + contention {:.3f} "
-      "s + optimizer {:.3f} s = {:.3f} s\n",
-      b.compute_s, b.bubble_s, b.exposed_comm_s, b.contention_s, b.optimizer_s, b.step_s);
+      "            compute {:.3f} s + non-matrix {:.3f} s + stage imbalance {:.3f} s + bubble "
+      "{:.3f} s + exposed comm {:.3f} s + contention {:.3f} s + optimizer {:.3f} s = {:.3f} s\n",
+      b.compute_s, b.nonmatrix_s, b.imbalance_s, b.bubble_s, b.exposed_comm_s, b.contention_s,
+      b.optimizer_s, b.step_s);
+  if (b.pp > 1)
+    t += fmt::format(
+        "            stages: {} layers on {}, at most {} a stage, {} and the LM head on the "
+        "last; the busiest stage {:.3f}x the mean\n",
+        s.work.layers, b.pp, b.stage_layers, b.last_layers, b.stage_load);
   t += fmt::format(
       "            comm before overlap: TP {:.3f} s,{} EP {:.3f} s, PP {:.3f} s, DP {:.3f} s "
       "(overlap {:g}; compute beside it {:g} slower)\n",

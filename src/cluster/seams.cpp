@@ -31,7 +31,27 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
   PassSpec pass;
   pass.phase = "prefill", pass.tokens = seq, pass.context = seq, pass.dtype = dt;
   for (const auto& op : model_ops(cfg, pass))
-    w.forward.push_back({op.op, static_cast<double>(op.prov.count)});
+    w.forward.push_back(
+        {op.op, static_cast<double>(op.prov.count), op.prov.layer == std::string_view("lm_head")});
+  // Every family in the catalog has a gated MLP (SwiGLU or GeGLU). A MoE layer's activation
+  // runs over its top-k experts' and the shared expert's widths, and it dispatches and combines
+  // top-k copies of each token.
+  const std::int64_t q_dim = cfg.heads * head;
+  const double dense =
+      nonmatrix_elems(cfg.hidden, q_dim, w.kv_dim, static_cast<double>(cfg.intermediate), true);
+  double per_layer = dense;
+  if (cfg.is_moe()) {
+    const double moe =
+        nonmatrix_elems(cfg.hidden, q_dim, w.kv_dim,
+                        static_cast<double>(cfg.experts_per_tok * cfg.expert_intermediate +
+                                            cfg.shared_intermediate),
+                        true, static_cast<double>(cfg.experts_per_tok));
+    per_layer = (dense * static_cast<double>(cfg.layers - w.moe_layers) +
+                 moe * static_cast<double>(w.moe_layers)) /
+                static_cast<double>(cfg.layers);
+  }
+  w.nonmatrix_per_layer = per_layer;
+  w.nonmatrix_loss = static_cast<double>(cfg.vocab);
   return w;
 }
 

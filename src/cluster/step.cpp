@@ -1,4 +1,5 @@
-// One training step on a healthy cluster: roofline compute + collectives + pipeline bubble.
+// One training step on a healthy cluster: roofline compute + non-matrix memory traffic + the
+// busiest pipeline stage's excess + collectives + pipeline bubble.
 //
 // Rank order is [TP, CP, PP, DP] (TP fastest): TP groups sit inside a node when tp <= chips
 // per node, CP peers share a node while tp * cp fits in one, pipeline neighbours only when
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attain/cluster.hpp"
 #include "attain/op.hpp"
@@ -104,6 +106,7 @@ StepBreakdown step_time(const TrainingSetup& s) {
   // at the efficiency measured for the nearest op, or at the setup's.
   const double peak = s.chip.peak_tflops * 1e12, bw = s.chip.mem_bw_gbps * 1e9;
   b.fwd_s = 0;
+  double head_s = 0;  // the LM head's forward, one micro-batch, whole model
   for (const auto& w : s.work.forward) {
     OpStep o;
     o.op = chip_op(w, s.par.micro_batch, tp, cp);
@@ -119,13 +122,47 @@ StepBreakdown step_time(const TrainingSetup& s) {
         w.attention() && s.fused_attention ? t_compute : std::max(t_compute, o.op.bytes() / bw);
     o.fwd_s = w.count * roof / o.efficiency / pp;
     b.fwd_s += o.fwd_s;
+    if (w.head) head_s += o.fwd_s * pp;
     b.ops.push_back(std::move(o));
   }
-  b.bwd_s = 2 * b.fwd_s + (s.recompute ? b.fwd_s : 0.0);
+  const double passes = s.recompute ? 4.0 : 3.0;  // forward, backward (2x), recomputation
+  b.bwd_s = (passes - 1) * b.fwd_s;
   const double fb = b.fwd_s + b.bwd_s;
   const double m = static_cast<double>(b.micro_batches);
   b.compute_s = m * fb;
-  b.bubble_s = static_cast<double>(pp - 1) / v * fb;
+
+  // Non-matrix ops: their elements through memory at the bandwidth and the setup's efficiency,
+  // a micro-batch's tokens over CP, TP-split (sequence parallelism splits the norms and adds,
+  // the heads and the MLP's width split the rest); the backward moves twice the forward.
+  const double layers = static_cast<double>(s.work.layers);
+  const double elem_s = static_cast<double>(s.par.micro_batch) * static_cast<double>(s.work.seq) /
+                        (static_cast<double>(cp) * tp) * s.act_bytes / bw / s.efficiency;
+  const double layer_nm = s.work.nonmatrix_per_layer * elem_s,
+               loss_nm = s.work.nonmatrix_loss * elem_s;
+  b.nonmatrix_fwd_s = (layers * layer_nm + loss_nm) / pp;
+  const double nfb = passes * b.nonmatrix_fwd_s;
+  b.nonmatrix_s = m * nfb;
+
+  // Stages: the layers split into contiguous blocks, the LM head and the loss after the last
+  // layer. The pipeline runs at its busiest stage's pace; the best split gives the last stage k
+  // layers (each stage holds at least one layer per virtual stage).
+  const double t_layer = (b.fwd_s * pp - head_s) / layers + layer_nm, t_head = head_s + loss_nm;
+  const double mean = (layers * t_layer + t_head) / pp;
+  double busiest = layers * t_layer + t_head;
+  b.stage_layers = b.last_layers = s.work.layers;
+  if (pp > 1) {
+    busiest = std::numeric_limits<double>::infinity();
+    for (std::int64_t k = v; k <= s.work.layers - static_cast<std::int64_t>(pp - 1) * v; ++k) {
+      const std::int64_t others = (s.work.layers - k + pp - 2) / (pp - 1);
+      const double load = std::max(static_cast<double>(others) * t_layer,
+                                   static_cast<double>(k) * t_layer + t_head);
+      if (load <= busiest) busiest = load, b.stage_layers = std::max(others, k), b.last_layers = k;
+    }
+  }
+  b.stage_load = mean > 0 ? std::max(1.0, busiest / mean) : 1.0;
+  const double work_fb = fb + nfb, busiest_fb = b.stage_load * work_fb;
+  b.imbalance_s = m * (busiest_fb - work_fb);
+  b.bubble_s = static_cast<double>(pp - 1) / v * busiest_fb;
 
   const int cpn = std::max(1, s.topo.chips_per_node);
   const Link intra{s.topo.intra_gbps > 0 ? s.topo.intra_gbps : s.chip.scaleup_gbps,
@@ -189,13 +226,15 @@ StepBreakdown step_time(const TrainingSetup& s) {
   };
   const double per_mb = tp_mb + cp_mb + ep_mb + pp_mb;
   const double fill = pp > 1 ? 2.0 * (pp - 1) * p2p_s(pp_msg, pp_link) : 0.0;
-  const double mb_exposed = exposed(per_mb, fb), dp_exposed = exposed(b.dp_comm_s, fb);
+  const double mb_exposed = exposed(per_mb, busiest_fb),
+               dp_exposed = exposed(b.dp_comm_s, busiest_fb);
   b.exposed_comm_s = m * mb_exposed + dp_exposed + fill;
   // The compute that hidden traffic runs beside is slowed by overlap_slowdown for as long.
   b.contention_s = s.overlap_slowdown * (m * (per_mb - mb_exposed) + b.dp_comm_s - dp_exposed);
   b.optimizer_s = s.work.params / static_cast<double>(b.chips_used) * s.optimizer_bytes / bw;
 
-  b.step_s = b.compute_s + b.bubble_s + b.exposed_comm_s + b.contention_s + b.optimizer_s;
+  b.step_s = b.compute_s + b.nonmatrix_s + b.imbalance_s + b.bubble_s + b.exposed_comm_s +
+             b.contention_s + b.optimizer_s;
   b.tokens = static_cast<double>(b.global_batch) * s.work.seq;
   b.model_flops = 3 * s.work.forward_flops() * static_cast<double>(b.global_batch);
   b.mfu = b.model_flops / (static_cast<double>(b.chips_used) * peak * b.step_s);

@@ -8,7 +8,7 @@ namespace attain::cluster {
 
 namespace {
 WorkItem item(const Op& op, double count) {
-  return {op, count};
+  return {op, count, false};
 }
 Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
   Op o;
@@ -21,6 +21,13 @@ Op batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, D
   return o;
 }
 }  // namespace
+
+double nonmatrix_elems(std::int64_t hidden, std::int64_t q_dim, std::int64_t kv_dim, double act,
+                       bool gated, double routed) {
+  const double h = static_cast<double>(hidden);
+  return 10 * h + 2.0 * static_cast<double>(q_dim + kv_dim) + (gated ? 3 : 2) * act +
+         4 * routed * h;
+}
 
 ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t hidden,
                            std::int64_t ffn, std::int64_t heads, std::int64_t vocab,
@@ -41,7 +48,9 @@ ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t h
   w.forward.push_back(item(gemm(seq, hidden, hidden, dt), L));      // output projection
   w.forward.push_back(item(gemm(seq, gated ? 2 * ffn : ffn, hidden, dt), L));  // up (+ gate)
   w.forward.push_back(item(gemm(seq, hidden, ffn, dt), L));                    // down
-  w.forward.push_back(item(gemm(seq, vocab, hidden, dt), 1));                  // LM head
+  w.forward.push_back({gemm(seq, vocab, hidden, dt), 1, true});                // LM head
+  w.nonmatrix_per_layer = nonmatrix_elems(hidden, hidden, hidden, static_cast<double>(ffn), gated);
+  w.nonmatrix_loss = static_cast<double>(vocab);
   w.params = L * (4 * h * h + (gated ? 3 : 2) * h * f) + static_cast<double>(vocab) * h;
   w.active_params = w.params;
   return w;
