@@ -82,6 +82,10 @@ struct PassSpec {
   DType dtype = DType::bf16;
 };
 
+// The provenance role of the vocabulary projection, which model_ops adds once per pass after
+// the last layer (the layer bench leaves it out; the cluster model puts it on the last stage).
+inline constexpr std::string_view kLmHeadRole = "lm_head";
+
 // The ops of one forward pass, unique by spec, each with its provenance and the count of
 // how often it occurs in the pass.
 std::vector<CatalogOp> model_ops(const ModelConfig& cfg, const PassSpec& pass);

@@ -104,7 +104,7 @@ std::vector<LayerOp> layer_ops(const ModelConfig& cfg, const PassSpec& pass) {
   std::vector<LayerOp> out;
   for (const CatalogOp& op : model_ops(cfg, pass)) {
     for (const std::string& role : roles_of(op.prov.layer)) {
-      if (role == "lm_head") continue;
+      if (role == kLmHeadRole) continue;
       // An MoE model's layer is an MoE layer: its few dense layers' MLP is left out.
       if (moe && (role == "gate_up" || role == "down")) continue;
       const auto it = stage_table().find(role);

@@ -151,7 +151,7 @@ std::vector<CatalogOp> model_ops(const ModelConfig& c, const PassSpec& p) {
     }
     if (c.shared_expert_gate) b.gemm("shared_gate", 1, c.hidden, Lm, act);
   }
-  b.gemm("lm_head", c.vocab, c.hidden, 1, act);
+  b.gemm(kLmHeadRole, c.vocab, c.hidden, 1, act);
   return b.take();
 }
 

@@ -31,8 +31,7 @@ ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt) {
   PassSpec pass;
   pass.phase = "prefill", pass.tokens = seq, pass.context = seq, pass.dtype = dt;
   for (const auto& op : model_ops(cfg, pass))
-    w.forward.push_back(
-        {op.op, static_cast<double>(op.prov.count), op.prov.layer == std::string_view("lm_head")});
+    w.forward.push_back({op.op, static_cast<double>(op.prov.count), op.prov.layer == kLmHeadRole});
   // Every family in the catalog has a gated MLP (SwiGLU or GeGLU). A MoE layer's activation
   // runs over its top-k experts' and the shared expert's widths, and it dispatches and combines
   // top-k copies of each token.
