@@ -19,6 +19,9 @@ Usage:
       medians, then per backend their geomean and the worst op: how a library shares a machine
       with other work.
 
+Copy both binaries afresh, one right after the other, before a run: byte-identical copies made
+an hour apart have timed 8-14% apart (docs/gemm.md, "Code placement").
+
 Options: --rounds N (default 3), --threads T (2), --seconds S (attain bench --max-seconds,
 0.4), --hot (W in cache: attain bench --hot), --extra "ARGS" (more attain bench arguments).
 OpenBLAS's OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are removed from the environment, as the

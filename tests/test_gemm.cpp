@@ -1164,6 +1164,41 @@ TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
         }
 }
 
+// The packed path's one-K-block products with 16-bit C: the micro-kernel rounds its sums into C
+// (UkAux::c16), edge tiles through write_back. Each element is the same product with fp32 C
+// (the same sums), started from the widened 16-bit C and rounded: alpha, beta, edges, both
+// routes (bf16 pairs, fp16 converted), every family.
+TEST(Gemm, PackedSixteenBitCIsTheRoundedFp32C) {
+  for (Isa isa : isas())
+    for (DType t : {DType::bf16, DType::f16})
+      for (float beta : {0.0f, 0.5f}) {
+        const std::int64_t m = 37, n = 75, k = 96;
+        std::mt19937 g(5);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        std::vector<std::uint16_t> a(m * k), b(n * k), c16(m * n);
+        auto to16 = [&](float x) { return t == DType::bf16 ? f32_to_bf16(x) : f32_to_f16(x); };
+        auto from16 = [&](std::uint16_t h) {
+          return t == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+        };
+        for (auto& x : a) x = to16(u(g));
+        for (auto& x : b) x = to16(u(g));
+        for (auto& x : c16) x = to16(u(g));
+        std::vector<float> c32(c16.size());
+        for (std::size_t i = 0; i < c16.size(); ++i) c32[i] = from16(c16[i]);
+        Params p;
+        p.a = a.data(), p.a_type = t, p.b = b.data(), p.b_type = t, p.trans_b = Trans::T;
+        p.m = m, p.n = n, p.k = k, p.alpha = -0.75f, p.beta = beta;
+        p.schedule.path = Path::packed, p.schedule.isa = isa, p.schedule.kc = 128;
+        p.c = c32.data(), p.c_type = DType::f32;
+        gemm(p);
+        p.c = c16.data(), p.c_type = t;
+        gemm(p);
+        for (std::int64_t i = 0; i < m * n; ++i)
+          ASSERT_EQ(c16[i], to16(c32[i])) << isa_name(isa) << " " << dtype_name(t) << " beta "
+                                          << beta << " C[" << i / n << "," << i % n << "]";
+      }
+}
+
 // Split-K on the packed path: each thread packs and multiplies a K slice into fp32 partial
 // sums, reduced with alpha / beta and rounded to C's dtype once. Slices that do not divide K,
 // fp8 scale blocks split across slices, 16-bit C, transposes and more slices than threads.

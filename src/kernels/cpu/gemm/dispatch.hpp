@@ -27,6 +27,8 @@ struct KernelFamily {
   UKernel ukernel_bf16 = nullptr;
   // 16-bit rows of C from fp32 sums (nullptr: the scalar write-back).
   Round16 round16 = nullptr;
+  // ukernel and ukernel_bf16 write 16-bit C themselves where UkAux::c16 is set (as round16).
+  bool ukernel_writes16 = false;
   // fp8 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_fp8_pairs().
   Decode decode_fp8_pairs = nullptr;
   // bf16 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_bf16_pairs().

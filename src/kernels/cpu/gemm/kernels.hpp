@@ -25,6 +25,12 @@ struct UkAux {
   // Per-row multipliers of the sums in place of alpha (nullptr: alpha): fp8 as bf16 pairs,
   // where each 128-wide K block has its own scale per row of A and per 128 columns of B.
   const float* row_scale = nullptr;
+  // 16-bit C written by the kernel itself (KernelFamily::ukernel_writes16; nullptr: C is the
+  // fp32 `c`): C(i, j) at c16[i * rs_c + j] = round(alpha * sum + beta * C(i, j)), rounded as
+  // the family's round16 rounds a row (bf16 where c16_bf, else fp16); cs_c is 1. The packed
+  // path's one-K-block products take it: no fp32 tile of C to write, read back and round.
+  std::uint16_t* c16 = nullptr;
+  bool c16_bf = false;
 };
 
 // a: packed A micro-panel, k x MR (MR contiguous per k). b: packed B micro-panel, k x NR.

@@ -58,6 +58,9 @@ struct BlockCall {
   // Packed operands the next block reads, fetched into L2 a share per kernel call (or none).
   const float* fetch_next = nullptr;
   std::int64_t fetch_bytes = 0;
+  // 16-bit C at the block's corner (row stride ldc), written by the kernel (ukernel_writes16):
+  // alpha and beta are the call's, and cbase is unused.
+  std::uint16_t* c16 = nullptr;
 };
 void multiply_blocks(const Problem& pr, const BlockCall& bc) {
   const Params& p = *pr.p;
@@ -116,6 +119,17 @@ void multiply_blocks(const Problem& pr, const BlockCall& bc) {
           uk(qw, &one, aq, bq_panel, &zero, edge, NR, 1, &aux);
           update_edge(c, bc.ldc, edge, NR, mr, nr, *bq, [&](int i) { return rs[i]; });
         }
+        continue;
+      }
+      if (bc.c16 != nullptr) {  // whole tiles rounded into C by the kernel, edges here
+        if (mr == MR && nr == NR) {
+          aux.c16 = bc.c16 + ir * bc.ldc + jr;
+          aux.c16_bf = p.c_type == DType::bf16;
+          uk(kcw, bc.alpha, bc.ap + ir * kcw, bc.bp + jr * kcw, bc.beta, edge, bc.ldc, 1, &aux);
+          continue;
+        }
+        uk(kcw, &one, bc.ap + ir * kcw, bc.bp + jr * kcw, &zero, edge, NR, 1, &aux);
+        write_back(pr, bc.ic + ir, bc.jc + jr, mr, nr, edge, NR);
         continue;
       }
       if (mr == MR && nr == NR) {
@@ -236,7 +250,13 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   const std::int64_t KC = b.KC, MC = b.MC, NC = b.NC, K = b.K, k0 = b.k0;
   const std::int64_t m0 = b.m0, m1 = b.m1, n0 = b.n0, n1 = b.n1;
   const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
-  const bool via_tile = b.via_tile;
+  // 16-bit C with K in one block: the kernel rounds its sums into C where the family's can
+  // (fp8 pairs add one scale block at a time), with no fp32 tile to write, read back and round
+  // (bf16 8192 x 8192 x 192: the tile's round trip was a fifth of the time).
+  const Params& p = *pr.p;
+  const bool writes16 =
+      b.via_tile && K <= KC && pr.fam->ukernel_writes16 && !(pr.pairs && p.a_type == DType::fp8);
+  const bool via_tile = b.via_tile && !writes16;
   Workspace& ws = workspace();
   const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
   float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
@@ -282,6 +302,13 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
         // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
         // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
         // there).
+        if (writes16) {
+          multiply_blocks(
+              pr, {a_at(t, slot), bpack, ic, mc, jc, nc, k0, kc, &p.alpha, &p.beta, nullptr, pr.ldc,
+                   false, stages > 1, next, next == nullptr ? 0 : slot_words * 4,
+                   static_cast<std::uint16_t*>(p.c) + ic * pr.ldc + jc});
+          return;
+        }
         multiply_blocks(pr,
                         {a_at(t, slot), bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, b.alpha,
                          t == 0 ? b.beta0 : &kOne, via_tile ? ctile : b.c_at(pr, ic, jc),

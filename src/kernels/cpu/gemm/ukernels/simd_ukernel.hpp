@@ -29,8 +29,18 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) acc[i][j] = S::zero();
 
+  // 16-bit C written here (UkAux::c16), where the traits round it.
+  std::uint16_t* c16 = nullptr;
+  if constexpr (requires { S::store16(true, c16, S::zero()); })
+    if (aux != nullptr) c16 = aux->c16;
   // The C tile is written at the end: start its lines on the way now.
-  if (cs_c == 1) {
+  if (c16 != nullptr) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      __builtin_prefetch(c16 + i * rs_c, 1, 3);
+      __builtin_prefetch(c16 + i * rs_c + NR - 1, 1, 3);
+    }
+  } else if (cs_c == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       __builtin_prefetch(c + i * rs_c, 1, 3);
@@ -85,6 +95,23 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   const bool read_c = *beta != 0.0f;
   const V vb = S::bcast(beta);
   const float* row_scale = aux != nullptr ? aux->row_scale : nullptr;
+  if constexpr (requires { S::store16(true, c16, S::zero()); }) {
+    if (c16 != nullptr) {  // round16's operations, vector by vector
+      const bool bf = aux->c16_bf;
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        std::uint16_t* ci = c16 + i * rs_c;
+        const V vai = row_scale != nullptr ? S::bcast(row_scale + i) : va;
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) {
+          const V r = S::mul(vai, acc[i][j]);
+          S::store16(bf, ci + j * S::kLanes,
+                     read_c ? S::fma(vb, S::load16(bf, ci + j * S::kLanes), r) : r);
+        }
+      }
+      return;
+    }
+  }
   if (cs_c == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {

@@ -16,6 +16,7 @@ constinit const KernelFamily avx2_family{
     .decode = decode_avx2,
     .decode_lanes = 8,
     .round16 = round16_avx2,
+    .ukernel_writes16 = true,
     .direct = sgemm_direct_avx2_6x16,
     .direct_rows = 6,
     .direct_panel = 16,
