@@ -3,6 +3,7 @@
 // and the judging of every result against the best ceilings known at the end.
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,11 +25,15 @@ namespace attain {
 namespace {
 
 // The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none did. The first one
-// stops the run between ops, its file written; a second one ends the process at once.
+// stops the run between ops, its file written; a second one ends the process at once. The first
+// says so on stderr (write: async-signal-safe): one op of the full suite runs for minutes.
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
   std::signal(sig, SIG_DFL);
+  static constexpr char kSaid[] =
+      "\nattain bench: stopping after the op in flight (signal again to stop at once)\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
 }
 
 // on_stop_signal for SIGINT and SIGTERM while it lives; the handlers it replaced (a Python

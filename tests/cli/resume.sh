@@ -79,6 +79,7 @@ wait "$pid" || rc=$?
 if [ "$rc" -ne 0 ]; then  # (0: the run had finished before the signal came)
   [ "$rc" -eq 130 ] || fail "SIGINT exit status $rc"
   grep -q "interrupted after" "$TMP/int.err" || fail "SIGINT message: $(cat "$TMP/int.err")"
+  grep -q "stopping after the op in flight" "$TMP/int.err" || fail "SIGINT notice: $(cat "$TMP/int.err")"
   json_get "$TMP/int.json" 'd["complete"]' | grep -q '^False$' || fail "interrupted file complete"
 fi
 echo "resume: ok"
