@@ -20,7 +20,7 @@ Usage:
       with other work.
 
 Copy both binaries afresh, one right after the other, before a run: byte-identical copies made
-an hour apart have timed 8-14% apart (docs/gemm.md, "Code placement").
+at different times can time 8-14% apart (docs/gemm.md, "Code placement").
 
 Options: --rounds N (default 3), --threads T (2), --seconds S (attain bench --max-seconds,
 0.4), --hot (W in cache: attain bench --hot), --extra "ARGS" (more attain bench arguments).
