@@ -8,7 +8,8 @@
 //       ir (MR)      micro-kernel: MR x NR of C in registers
 // B is packed for the whole K of a column block, so C can be accumulated over all kc blocks
 // of one MC x NC tile before it is written: fp32 C is updated in place; bf16/fp16 C goes
-// through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16).
+// through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16), or where K is one block
+// is rounded by the micro-kernel itself.
 // Order km (BLIS's; fp32 C): jc (NC) > pc (KC): pack B[kc, nc] (L3) > ic (MC): pipeline over
 // the MC blocks, pack A[mc, kc] (L2) > jr > ir, C updated once per kc block.
 #include <algorithm>
@@ -162,13 +163,14 @@ void pack_b_block(const Problem& pr, std::int64_t jc, std::int64_t nc, std::int6
 
 // One block of C as packed_block sets it up, for either loop order: its K slice, block sizes and
 // where its sums go - a slice's fp32 partials (alpha and beta come with the reduction), fp32 C in
-// place (alpha, and beta on the first K block), or an fp32 tile rounded into 16-bit C.
+// place (alpha, and beta on the first K block), or 16-bit C: rounded by the kernel where K is one
+// block (writes16; alpha and beta), else through an fp32 tile rounded into it.
 struct PackedBlock {
   std::int64_t m0, m1, n0, n1;
   int slice;
   std::int64_t k0, K;  // the K slice [k0, k0 + K)
   std::int64_t KC, MC, NC;
-  bool partial, via_tile;
+  bool partial, via_tile, writes16;
   const float* alpha;
   const float* beta0;  // the first K block's
   std::int64_t ldc_mem;
@@ -177,6 +179,9 @@ struct PackedBlock {
     const Params& p = *pr.p;
     return partial ? pr.partial + (slice * p.m + ic) * p.n + jc
                    : static_cast<float*>(p.c) + ic * pr.ldc + jc;
+  }
+  std::uint16_t* c16_at(const Problem& pr, std::int64_t ic, std::int64_t jc) const {
+    return static_cast<std::uint16_t*>(pr.p->c) + ic * pr.ldc + jc;
   }
 };
 
@@ -201,9 +206,15 @@ PackedBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   b.NC = std::min<std::int64_t>(pr.s.nc, round_up(ceil_div(cols, blocks), NR));
   b.partial = slice >= 0;
   const bool into_c = !b.partial && p.c_type == DType::f32;
-  b.via_tile = !b.partial && !into_c;
-  b.alpha = into_c ? &p.alpha : &kOne;
-  b.beta0 = b.partial ? &kZero : into_c ? &p.beta : &kZero;
+  const bool c16 = !b.partial && !into_c;
+  // 16-bit C with K in one block: the kernel rounds its sums into C where the family's can (fp8
+  // pairs add one scale block at a time), with no fp32 tile to write, read back and round (bf16
+  // 8192 x 8192 x 192: round16 alone was 13% of its samples).
+  b.writes16 =
+      c16 && b.K <= b.KC && pr.fam->ukernel_writes16 && !(pr.pairs && p.a_type == DType::fp8);
+  b.via_tile = c16 && !b.writes16;
+  b.alpha = into_c || b.writes16 ? &p.alpha : &kOne;
+  b.beta0 = into_c || b.writes16 ? &p.beta : &kZero;
   b.ldc_mem = b.partial ? p.n : pr.ldc;
   b.tmp = workspace().tmp.get(std::max(MR, NR) * b.KC);
   return b;
@@ -250,13 +261,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   const std::int64_t KC = b.KC, MC = b.MC, NC = b.NC, K = b.K, k0 = b.k0;
   const std::int64_t m0 = b.m0, m1 = b.m1, n0 = b.n0, n1 = b.n1;
   const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
-  // 16-bit C with K in one block: the kernel rounds its sums into C where the family's can
-  // (fp8 pairs add one scale block at a time), with no fp32 tile to write, read back and round
-  // (bf16 8192 x 8192 x 192: round16 alone was 13% of its samples).
-  const Params& p = *pr.p;
-  const bool writes16 =
-      b.via_tile && K <= KC && pr.fam->ukernel_writes16 && !(pr.pairs && p.a_type == DType::fp8);
-  const bool via_tile = b.via_tile && !writes16;
+  const bool via_tile = b.via_tile;
   Workspace& ws = workspace();
   const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
   float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
@@ -298,22 +303,18 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
                  : ic + MC < m1 ? kept(ic + MC, 0)
                  : jc + NC < n1 ? kept(m0, 0)
                                 : nullptr;
-        if (writes16) {
-          multiply_blocks(
-              pr, {a_at(t, slot), bpack, ic, mc, jc, nc, k0, kc, &p.alpha, &p.beta, nullptr, pr.ldc,
-                   false, stages > 1, next, next == nullptr ? 0 : slot_words * 4,
-                   static_cast<std::uint16_t*>(p.c) + ic * pr.ldc + jc});
-          return;
-        }
         // 16-bit C is written from the tile after the last K block; fetch its lines for
         // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
         // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
         // there).
-        multiply_blocks(pr,
-                        {a_at(t, slot), bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc, b.alpha,
-                         t == 0 ? b.beta0 : &kOne, via_tile ? ctile : b.c_at(pr, ic, jc),
-                         via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1, next,
-                         next == nullptr ? 0 : slot_words * 4});
+        multiply_blocks(pr, {a_at(t, slot), bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc,
+                             b.alpha, t == 0 ? b.beta0 : &kOne,
+                             via_tile     ? ctile
+                             : b.writes16 ? nullptr
+                                          : b.c_at(pr, ic, jc),
+                             via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1, next,
+                             next == nullptr ? 0 : slot_words * 4,
+                             b.writes16 ? b.c16_at(pr, ic, jc) : nullptr});
       };
       tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
       if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
@@ -329,7 +330,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
 void run_block(const Block& blk) {
   const Problem& pr = *blk.pr;
   const PackedBlock b = set_up(pr, blk.m0, blk.m1, blk.n0, blk.n1, blk.slice);
-  if (pr.s.order == Order::km && !b.via_tile) return run_km(pr, b);
+  if (pr.s.order == Order::km && !b.via_tile && !b.writes16) return run_km(pr, b);
   run_mk(pr, b);
 }
 

@@ -30,9 +30,10 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
     for (int j = 0; j < NV; ++j) acc[i][j] = S::zero();
 
   // 16-bit C written here (UkAux::c16), where the traits round it.
-  std::uint16_t* c16 = nullptr;
-  if constexpr (requires { S::store16(true, c16, S::zero()); })
-    if (aux != nullptr) c16 = aux->c16;
+  constexpr bool kRounds16 = requires(std::uint16_t * q) {
+    S::store16(true, q, S::zero());
+  };
+  std::uint16_t* c16 = kRounds16 && aux != nullptr ? aux->c16 : nullptr;
   // The C tile is written at the end: start its lines on the way now.
   if (c16 != nullptr) {
 #pragma GCC unroll 16
@@ -95,7 +96,7 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   const bool read_c = *beta != 0.0f;
   const V vb = S::bcast(beta);
   const float* row_scale = aux != nullptr ? aux->row_scale : nullptr;
-  if constexpr (requires { S::store16(true, c16, S::zero()); }) {
+  if constexpr (kRounds16) {
     if (c16 != nullptr) {  // round16's operations, vector by vector
       const bool bf = aux->c16_bf;
 #pragma GCC unroll 16
