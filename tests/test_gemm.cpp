@@ -2124,42 +2124,51 @@ TEST(GemmDispatch, DirectPathRange) {
     }
   // Few columns (direct_min_n / 2 <= N < direct_min_n, where the table splits M) on 1 and 2
   // threads: the direct path over its M range whether M splits or not (threads on N where it
-  // does not), bf16 pairs and converted W only above their decode crossover.
-  p.k = 1024;
+  // does not), bf16 pairs and converted W only above their decode crossover, bf16 pairs also
+  // below it from the table's few_cols_pairs_min_k.
   for (DType wt : {DType::f32, DType::bf16, DType::f16})
     for (int threads : {1, 2})
       for (std::int64_t m : {16, 32, 64, 96, 128, 160, 192})
-        for (std::int64_t n : {b.direct_min_n / 2 - 16, b.direct_min_n / 2, b.direct_min_n - 64}) {
-          if (n <= 0) continue;
-          p.a_type =
-              wt == DType::bf16 ? DType::bf16 : DType::f32;  // bf16: pairs where the CPU has them
-          p.b_type = wt;
-          p.threads = threads;
-          p.m = m;
-          p.n = n;
-          const auto& fam = detail::family(isa);
-          const bool words = detail::direct_pairs(p, fam), conv = detail::direct_converts(p, fam);
-          const int lo = words ? b.direct_min_m_pairs : conv ? b.direct_min_m_conv : b.direct_min_m;
-          const int hi = words ? b.direct_max_m_pairs : conv ? b.direct_max_m_conv : b.direct_max_m;
-          const int decode_max = words  ? b.decode_max_m_pairs
-                                 : conv ? b.decode_max_m_lowp
-                                        : std::numeric_limits<int>::min();
-          const bool want = b.direct_split_max_n > 0 && 2 * n >= b.direct_min_n && hi > 0 &&
-                            m >= lo && m <= hi && m > decode_max;
-          const Schedule s = resolve(p);
-          if (says_swap(p)) {  // the direct path on the swapped operands
-            EXPECT_TRUE(s.path == Path::direct && s.swap)
-                << dtype_name(wt) << " m=" << m << " n=" << n;
-            continue;
+        for (std::int64_t n : {b.direct_min_n / 2 - 16, b.direct_min_n / 2, b.direct_min_n - 64})
+          for (std::int64_t k : {1024, 4096}) {
+            if (n <= 0) continue;
+            p.k = k;
+            p.a_type =
+                wt == DType::bf16 ? DType::bf16 : DType::f32;  // bf16: pairs where the CPU has them
+            p.b_type = wt;
+            p.threads = threads;
+            p.m = m;
+            p.n = n;
+            const auto& fam = detail::family(isa);
+            const bool words = detail::direct_pairs(p, fam), conv = detail::direct_converts(p, fam);
+            const int lo = words  ? b.direct_min_m_pairs
+                           : conv ? b.direct_min_m_conv
+                                  : b.direct_min_m;
+            const int hi = words  ? b.direct_max_m_pairs
+                           : conv ? b.direct_max_m_conv
+                                  : b.direct_max_m;
+            const int decode_max = words  ? b.decode_max_m_pairs
+                                   : conv ? b.decode_max_m_lowp
+                                          : std::numeric_limits<int>::min();
+            const bool window = k >= b.decode_pairs_min_k && k < b.decode_pairs_max_k;
+            const bool long_pairs =
+                words && b.few_cols_pairs_min_k > 0 && k >= b.few_cols_pairs_min_k && !window;
+            const bool want = b.direct_split_max_n > 0 && 2 * n >= b.direct_min_n && hi > 0 &&
+                              m >= lo && m <= hi && (m > decode_max || long_pairs);
+            const Schedule s = resolve(p);
+            if (says_swap(p)) {  // the direct path on the swapped operands
+              EXPECT_TRUE(s.path == Path::direct && s.swap)
+                  << dtype_name(wt) << " m=" << m << " n=" << n << " k=" << k;
+              continue;
+            }
+            EXPECT_EQ(s.path == Path::direct, want) << dtype_name(wt) << " threads=" << threads
+                                                    << " m=" << m << " n=" << n << " k=" << k;
+            if (want) {
+              const bool split = threads == 2 && even_panel_split(m, fam.direct_panel);
+              EXPECT_EQ(s.threads_m, split ? 2 : 1) << "m=" << m << " n=" << n;
+              EXPECT_EQ(s.threads_n, split ? 1 : threads) << "m=" << m << " n=" << n;
+            }
           }
-          EXPECT_EQ(s.path == Path::direct, want)
-              << dtype_name(wt) << " threads=" << threads << " m=" << m << " n=" << n;
-          if (want) {
-            const bool split = threads == 2 && even_panel_split(m, fam.direct_panel);
-            EXPECT_EQ(s.threads_m, split ? 2 : 1) << "m=" << m << " n=" << n;
-            EXPECT_EQ(s.threads_n, split ? 1 : threads) << "m=" << m << " n=" << n;
-          }
-        }
   p.a_type = p.b_type = DType::f32;
   p.threads = 2;
   // Few columns against many rows: the direct path on the swapped operands where the table

@@ -107,6 +107,9 @@ struct Blocking {
   // streams W faster than the direct path packs A^T and writes C; on rows shorter than that the
   // decode path's reductions cost more, on longer ones the direct kernel's compute wins.
   int decode_pairs_min_k = 0, decode_pairs_max_k = 0;
+  // ...and for few columns (direct_min_n / 2 <= N < direct_min_n) they take the direct path from
+  // K >= few_cols_pairs_min_k (0: never; the decode path up to their crossover, as above).
+  int few_cols_pairs_min_k = 0;
   // The swapped direct path also for N up to swap_max_n_tall where M >= 2 N (0: swap_max_n
   // only).
   int swap_max_n_tall = 0;

@@ -4,7 +4,9 @@
 // pairs) and M 64 (16/8-bit W, whose conversion is free in the decode kernel). The direct path
 // for fp32 M 12..160 with N, K >= 256 (M 8 stays on the decode path), bf16 pairs M 12..128 (two
 // accumulator sets make M 12 pay), converted W M 32..160; its threads split M (whole 64-row
-// panels) for N <= 512. The swapped direct path from M 512 for N up to 256.
+// panels) for N <= 512; with 128..255 columns, bf16 pairs at M 12..32 only from K 2048 (1.08-1.60x
+// the decode path there; at K 512-1024 the decode path runs up to 1.25x faster). The swapped
+// direct path from M 512 for N up to 256.
 // The sweeps behind each number: docs/history/gemm.md and docs/history/code-comments.md.
 #include "kernels/cpu/gemm/config/config.hpp"
 
@@ -35,7 +37,8 @@ constinit const CpuRow zen5_avx512{
                .direct_block_bytes = 512 * kKiB,
                .swap_min_m = 512,
                .direct_split_max_n = 512,
-               .swap_max_n = 256},
+               .swap_max_n = 256,
+               .few_cols_pairs_min_k = 2048},
 };
 
 }  // namespace attain::gemm::detail::config

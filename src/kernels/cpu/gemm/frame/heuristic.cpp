@@ -120,10 +120,13 @@ bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, int max_m
   // Few columns (from direct_min_n / 2, where the table splits M): the packed path packs both
   // operands for them, the direct path only A^T (threads split M where that divides evenly, N
   // otherwise); bf16 pairs and converted W from above their decode crossover, below which the
-  // decode path stays faster.
+  // decode path stays faster, but for bf16 pairs from the table's few_cols_pairs_min_k (a long
+  // K: the decode kernel's group of four W rows no longer stays in L1 while each block of four
+  // rows of A passes over it).
+  const bool long_pairs = words && b.few_cols_pairs_min_k > 0 && p.k >= b.few_cols_pairs_min_k;
   const bool few_cols = b.direct_split_max_n > 0 && p.n < b.direct_min_n &&
                         2 * p.n >= b.direct_min_n && r.direct_m(p) &&
-                        ((!conv && !words) || p.m > max_m);
+                        ((!conv && !words) || p.m > max_m || long_pairs);
   // K: on the fp32 route from direct_min_k; on bf16 pairs at or below their decode crossover
   // outside the table's decode window (config/ says why), any K above it.
   const bool k_ok = words ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
