@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "attain/cluster.hpp"
+#include "attain/device.hpp"
 #include "attain/op.hpp"
 #include "attain/results.hpp"
 
@@ -19,11 +20,11 @@ Chip h100() {
   return {"h100-sxm", 989, 3350, 80, 450, "NVIDIA H100 datasheet (dense)"};
 }
 
-// Llama 3.1 405B's shape (126 layers, hidden 16384, FFN 53248, 128 heads, vocab 128256),
-// with full multi-head attention instead of GQA: close enough for a step time.
+// Llama 3.1 405B's shape: 126 layers, hidden 16384, FFN 53248 (gated), 128 query heads over 8
+// KV heads, vocab 128256.
 ModelWork llama405b(std::int64_t seq) {
   return transformer_work("llama-405b-shape", 126, 16384, 53248, 128, 128256, seq, DType::bf16,
-                          true);
+                          true, 8);
 }
 
 TrainingSetup llama3_setup() {
@@ -439,6 +440,88 @@ TEST(ClusterReport, MegaScaleStrongScaling) {
   }
 }
 
+// Nemotron-4 340B (arXiv:2406.11704, section 2): 96 layers, hidden 18432, 96 query heads over 8
+// KV heads, an ungated squared-ReLU MLP of 73728, vocab 256000, sequences of 4096.
+ModelWork nemotron340b() {
+  return transformer_work("nemotron-4-340b", 96, 18432, 73728, 96, 256000, 4096, DType::bf16, false,
+                          8);
+}
+
+// The H100's sustained efficiency in training is this model fitted to the published H100 run
+// with the least communication to model: NVIDIA's DGX Cloud Benchmarking recipe for Nemotron-4
+// 340B (NeMo 24.11, BF16) on 128 H100s (16 DGX nodes), TP 8, PP 8, 12 virtual stages,
+// micro-batch 1, global batch 32: 4.77 s a step (NGC catalog, "Nemotron4 340B DGXC
+// Benchmarking"). Bisection on the step time, which falls as the efficiency rises.
+double h100_training_efficiency() {
+  TrainingSetup s;
+  s.chip = h100();
+  s.work = nemotron340b();
+  s.par.tp = 8, s.par.pp = 8, s.par.virtual_stages = 12;
+  s.chips = 128, s.global_batch = 32;
+  double lo = 0.2, hi = 1;
+  for (int i = 0; i < 50; ++i) {
+    s.efficiency = (lo + hi) / 2;
+    (step_time(s).step_s > 4.77 ? lo : hi) = s.efficiency;
+  }
+  return s.efficiency;
+}
+
+TEST(ClusterReport, H100InTraining) {
+  const double fit = h100_training_efficiency();
+  std::printf("H100 in training: efficiency %.4f fits 4.77 s on 128 GPUs\n", fit);
+  // The device files carry the fit, rounded (data/devices/h100-sxm.json, and h200.json after it).
+  EXPECT_NEAR(load_device("h100-sxm").training_efficiency, fit, 0.005);
+  EXPECT_DOUBLE_EQ(load_device("h200").training_efficiency,
+                   load_device("h100-sxm").training_efficiency);
+}
+
+// Reported and asserted: the published H100 runs the fit did not see, at the fitted efficiency,
+// each within 10% of the record (docs/cluster.md, section 7).
+TEST(ClusterReport, PublishedH100Runs) {
+  const double eff = load_device("h100-sxm").training_efficiency;
+  // Nemotron-4 340B pre-training (arXiv:2406.11704, Table 2): TP 8, PP 12 interleaved, DP 16 /
+  // 32 / 64 on 1,536 / 3,072 / 6,144 H100s, batches of 768 / 1,536 / 2,304; s per iteration.
+  TrainingSetup n;
+  n.chip = h100(), n.work = nemotron340b(), n.efficiency = eff;
+  n.par.tp = 8, n.par.pp = 12;
+  const std::int64_t gpus[] = {1536, 3072, 6144}, batch[] = {768, 1536, 2304};
+  const double step_s[] = {10.3, 10.3, 8.0};
+  std::printf("%-34s %9s %9s %8s\n", "run", "published", "model", "error");
+  for (int i = 0; i < 3; ++i) {
+    n.chips = gpus[i], n.global_batch = batch[i];
+    const StepBreakdown b = step_time(n);
+    std::printf("Nemotron-4 340B, %5lld H100 (s)     %9.2f %9.2f %+7.1f%%\n",
+                static_cast<long long>(gpus[i]), step_s[i], b.step_s,
+                100 * (b.step_s / step_s[i] - 1));
+    EXPECT_NEAR(b.step_s / step_s[i], 1, 0.10) << gpus[i] << " GPUs";
+  }
+  // Llama 3 405B (arXiv:2407.21783, Table 4): BF16 MFU on 8,192 and 16,384 H100s (seq 8,192) and
+  // with CP 16 (seq 131,072), 16M tokens a step.
+  TrainingSetup l = llama3_setup();
+  l.efficiency = eff;
+  // At 131,072 tokens the attention products are 57% of the forward FLOPs as counted (the full
+  // square), where the model runs them at the GEMMs' efficiency and the paper does not say how
+  // its MFU counts them: that row's miss is explained in docs/cluster.md, section 7, and held
+  // to 20% here.
+  struct Row {
+    const char* name;
+    std::int64_t chips, seq, batch;
+    int cp;
+    double mfu, tolerance;
+  };
+  for (const Row& r :
+       {Row{"Llama 3 405B,  8192 H100 (MFU)", 8192, 8192, 2048, 1, 0.43, 0.10},
+        Row{"Llama 3 405B, 16384 H100 (MFU)", 16384, 8192, 2048, 1, 0.41, 0.10},
+        Row{"Llama 3 405B, 16384 H100, CP 16", 16384, 131072, 128, 16, 0.38, 0.20}}) {
+    l.chips = r.chips, l.global_batch = r.batch, l.par.cp = r.cp;
+    l.work = llama405b(r.seq);
+    const StepBreakdown b = step_time(l);
+    std::printf("%-34s %8.1f%% %8.1f%% %+7.1f%%\n", r.name, 100 * r.mfu, 100 * b.mfu,
+                100 * (b.mfu / r.mfu - 1));
+    EXPECT_NEAR(b.mfu / r.mfu, 1, r.tolerance) << r.name;
+  }
+}
+
 TEST(ClusterStep, EfficiencyFromMeasuredResults) {
   ResultsFile f;
   auto add = [&](const char* backend, double eff, bool verified, const char* status = "ok",
@@ -466,12 +549,12 @@ TEST(ClusterStep, EfficiencyFromMeasuredResults) {
 
 TEST(ClusterStep, ChipOpsFollowTheLayout) {
   const ModelWork w = llama405b(8192);
-  const WorkItem& qkv = w.forward[0];   // (8192, 3 x 16384, 16384): column-parallel
+  const WorkItem& qkv = w.forward[0];   // (8192, 16384 + 2 x 1024, 16384): column-parallel
   const WorkItem& qk = w.forward[1];    // 128 heads of (8192, 8192, 128)
   const WorkItem& down = w.forward[5];  // (8192, 16384, 53248): row-parallel
   Op o = chip_op(qkv, 1, 8);
   EXPECT_EQ(o.m, 8192);
-  EXPECT_EQ(o.n, 3 * 16384 / 8);
+  EXPECT_EQ(o.n, (16384 + 2 * 8 * 128) / 8);
   EXPECT_EQ(o.k, 16384);
   o = chip_op(down, 2, 8);  // two sequences a micro-batch: twice the rows
   EXPECT_EQ(o.m, 16384);

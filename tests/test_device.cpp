@@ -224,6 +224,12 @@ TEST(Devices, FieldErrorsNameTheField) {
       {replace(good, R"("peak_tflops": {"bf16": 100, "fp8": 200})",
                R"("peak_tflops": {"bf16": 100, "fp8": 200, "fp4": "not supported"})"),
        "'peak_tflops.fp4' has no entry in 'sources'"},
+      {replace(good, R"("tdp_w": 300,)", R"("tdp_w": 300, "training_efficiency": 1.5,)"),
+       "'training_efficiency' must be a fraction in (0, 1]"},
+      {replace(good, R"("tdp_w": 300,)", R"("tdp_w": 300, "training_efficiency": 0,)"),
+       "'training_efficiency' must be positive"},
+      {replace(good, R"("tdp_w": 300,)", R"("tdp_w": 300, "training_efficiency": 0.5,)"),
+       "'training_efficiency' has no entry in 'sources'"},
   };
   for (const auto& b : bad) {
     const std::string msg = error_of(b.text);

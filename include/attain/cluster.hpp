@@ -34,12 +34,17 @@ namespace attain::cluster {
 // ---------------------------------------------------------------- hardware
 struct Chip {
   std::string id;
-  double peak_tflops = 0;   // dense, at the training dtype
-  double mem_bw_gbps = 0;   // HBM / DRAM, GB/s
-  double mem_gb = 0;        // capacity (0 = unknown)
-  double scaleup_gbps = 0;  // per chip, one direction (NVLink, HCCS, Infinity Fabric), GB/s
-  std::string peak_source;  // where peak_tflops comes from (a datasheet, or "ASSUMED ...")
+  double peak_tflops = 0;          // dense, at the training dtype
+  double mem_bw_gbps = 0;          // HBM / DRAM, GB/s
+  double mem_gb = 0;               // capacity (0 = unknown)
+  double scaleup_gbps = 0;         // per chip, one direction (NVLink, HCCS, Infinity Fabric), GB/s
+  std::string peak_source;         // where peak_tflops comes from (a datasheet, or "ASSUMED ...")
+  double training_efficiency = 0;  // the device file's sustained fraction in training (0: none)
 };
+// The efficiency `attain cluster` assumes for a chip whose device file gives no
+// training_efficiency and where neither --efficiency nor --efficiency-from is given: MegaScale's
+// A100 runs are within 4-8% of the record at 0.7 (docs/cluster.md, section 7).
+inline constexpr double kDefaultEfficiency = 0.7;
 // Seam to the device database (device.hpp): the numbers a simulation needs.
 Chip chip_from_device(const DeviceSpec& d, DType dt);
 // Throws InputError for unknown ids and for a dtype without a peak (saying why: not published,
@@ -88,11 +93,13 @@ struct ModelWork {
 // Seam to the catalog (catalog.hpp): model_ops(cfg, prefill of `seq` tokens) -> work items.
 ModelWork model_work(const ModelConfig& cfg, std::int64_t seq, DType dt);
 // A GPT-style dense transformer described by its shape (used where the catalog has no config,
-// e.g. GPT-3 175B for MegaScale): per layer QKV, attention (QK^T, PV), output projection and a
-// two-matrix MLP (three with gated=true), plus the LM head.
+// e.g. GPT-3 175B for MegaScale): per layer QKV (K and V over `kv_heads` heads, 0 = `heads`:
+// grouped-query attention when fewer), attention (QK^T, PV), output projection and a two-matrix
+// MLP (three with gated=true), plus the LM head.
 ModelWork transformer_work(std::string name, std::int64_t layers, std::int64_t hidden,
                            std::int64_t ffn, std::int64_t heads, std::int64_t vocab,
-                           std::int64_t seq, DType dt, bool gated = false);
+                           std::int64_t seq, DType dt, bool gated = false,
+                           std::int64_t kv_heads = 0);
 // The non-matrix elements one token moves through memory in one layer's forward pass: two
 // norms (read and write the hidden state: 4 h), two residual adds (read two, write one: 6 h),
 // rotary embedding on the queries and keys (read and write: 2 (q + kv)), the MLP's activation
@@ -131,9 +138,10 @@ struct TrainingSetup {
   ModelWork work;
   Parallelism par;
   std::int64_t chips = 0;
-  std::int64_t global_batch = 0;  // sequences per step
-  double efficiency = 0.7;        // fraction of the roofline the kernels reach
-  double overlap = 0.8;           // fraction of TP/EP/DP/PP traffic hidden under compute
+  std::int64_t global_batch = 0;           // sequences per step
+  double efficiency = kDefaultEfficiency;  // fraction of the roofline the kernels reach
+  std::string efficiency_source;           // where it comes from, for the text output
+  double overlap = 0.8;                    // fraction of TP/EP/DP/PP traffic hidden under compute
   // How much slower compute runs while communication hides under it (the collectives' kernels
   // take SMs and memory bandwidth from it): 18.9%, the mean slowdown measured across GPT and
   // LLaMA training on 4 x A100 / H100 / MI250 / MI210 (arXiv:2507.03114, its abstract).

@@ -32,7 +32,8 @@ struct JobRequest {
   std::vector<std::string> assume_peaks;  // assume_peak() rules for peaks the vendor omits
   std::int64_t chips = 16384, seq = 8192, batch = 2048;
   int tp = 0, pp = 0, ep = 0, cp = 1, micro_batch = 1, virtual_stages = 0;
-  double efficiency = 0.7, overlap = 0.8, overlap_slowdown = 0.189;
+  // efficiency 0: the device file's training_efficiency, else kDefaultEfficiency.
+  double efficiency = 0, overlap = 0.8, overlap_slowdown = 0.189;
   std::string efficiency_from, efficiency_backend;  // results the efficiency comes from
   std::int64_t efficiency_ops = 0;                  // ... and how many (0: given)
   std::vector<MeasuredOp> measured;                 // ... each op once (per-op efficiencies)

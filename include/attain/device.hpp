@@ -25,6 +25,9 @@ struct DeviceSpec {
   double interconnect_gbps = 0;  // per chip, one direction, scale-up link
   std::string interconnect;      // e.g. "NVLink 4"
   double tdp_w = 0;
+  // The fraction of its roofline the chip's matrix ops sustain inside a training step, where a
+  // published training run sizes it (0: none): `attain cluster`'s default efficiency for it.
+  double training_efficiency = 0;
   std::map<std::string, std::string> sources;  // field -> where the number comes from
   double peak(DType dt) const;                 // 0 if the device does not list it
   // Why peak(dt) is 0, for an error or a skipped row: "not published (<source>)", "not

@@ -30,6 +30,7 @@ int run(Opts& o, const CLI::App* sub) {
                                    zero_ok ? "0 or more" : "positive"));
   };
   given("--peak-tflops", q.peak_tflops, false);
+  given("--efficiency", q.efficiency, false);
   given("--mem-gbps", q.mem_gbps, false);
   given("--scaleup-gbps", q.scaleup_gbps, false);
   given("--mem-gb", q.mem_gb, true);
@@ -100,7 +101,8 @@ const bool registered = add_command([](CLI::App& app) {
   sub->add_option("--virtual-stages", q->virtual_stages,
                   "interleaved pipeline chunks per rank (default min(4, layers/pp))");
   sub->add_option("--efficiency", q->efficiency,
-                  "fraction of the roofline the kernels reach (default 0.7)");
+                  "fraction of the roofline the matrix ops reach (default: the device file's "
+                  "training_efficiency, else 0.7)");
   sub->add_option(
       "--efficiency-from", q->efficiency_from,
       "take the efficiency from measured results (attain bench --out FILE, or attain import): "

@@ -49,8 +49,20 @@ TrainingSetup make_setup(const JobRequest& o, std::int64_t chips, const ModelWor
            .cp = o.cp,
            .micro_batch = o.micro_batch,
            .virtual_stages = o.virtual_stages};
-  s.efficiency = o.efficiency, s.overlap = o.overlap, s.overlap_slowdown = o.overlap_slowdown,
-  s.recompute = o.recompute;
+  if (o.efficiency_ops > 0) {
+    s.efficiency = o.efficiency;
+    s.efficiency_source =
+        fmt::format("geometric mean of {} results in {}", o.efficiency_ops, o.efficiency_from);
+  } else if (o.efficiency > 0) {
+    s.efficiency = o.efficiency, s.efficiency_source = "given";
+  } else if (s.chip.training_efficiency > 0) {
+    s.efficiency = s.chip.training_efficiency;
+    s.efficiency_source = fmt::format("{} in training, from its device file", s.chip.id);
+  } else {
+    s.efficiency = kDefaultEfficiency;
+    s.efficiency_source = fmt::format("default: no training run sizes {}", s.chip.id);
+  }
+  s.overlap = o.overlap, s.overlap_slowdown = o.overlap_slowdown, s.recompute = o.recompute;
   s.measured = o.measured;
   s.fused_attention = !o.unfused_attention;
   if (o.allreduce == "ring")

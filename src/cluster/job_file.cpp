@@ -104,6 +104,7 @@ ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& 
       {"global_batch", o.batch},
       {"scale_batch", o.scale_batch},
       {"efficiency", s.efficiency},
+      {"efficiency_source", s.efficiency_source},
       {"efficiency_from", o.efficiency_from.empty() ? ojson(nullptr) : ojson(o.efficiency_from)},
       {"efficiency_ops", o.efficiency_ops},
       {"overlap", s.overlap},
@@ -352,11 +353,8 @@ std::string job_text(const JobOutcome& out) {
       b.pp_comm_s, b.dp_comm_s, s.overlap, s.overlap_slowdown);
   t += fmt::format(
       "            MFU {} (3 x forward FLOPs / (chips that train x peak x step); efficiency "
-      "{:.3g}{})\n",
-      pct(b.mfu), s.efficiency,
-      o.efficiency_ops > 0
-          ? fmt::format(", geometric mean of {} results in {}", o.efficiency_ops, o.efficiency_from)
-          : "");
+      "{:.3g}, {})\n",
+      pct(b.mfu), s.efficiency, s.efficiency_source);
   if (b.ops_measured > 0) t += ops_text(b);
   t += layout_notes(o, s, b);
   t += fmt::format(
@@ -422,6 +420,9 @@ ojson to_json(const SweepOutcome& out) {
                  {"days", o.days},
                  {"token_budget", o.tokens},
                  {"failures", out.failures.name},
+                 {"efficiency", out.points.empty() ? 0.0 : out.points[0].setup.efficiency},
+                 {"efficiency_source",
+                  out.points.empty() ? std::string() : out.points[0].setup.efficiency_source},
                  {"runs", o.runs},
                  {"seed", o.seed}};
   j["fixed_interval_min"] = out.fixed_interval_min;
@@ -460,6 +461,9 @@ std::string sweep_text(const SweepOutcome& out) {
   std::string t;
   t += fmt::format("attain cluster --sweep: {} on {}, {:g} days, failures {}, {} runs per point\n",
                    model, o.device, o.days, out.failures.name, o.runs);
+  if (!out.points.empty())
+    t += fmt::format("efficiency {:.3g}, {}\n", out.points[0].setup.efficiency,
+                     out.points[0].setup.efficiency_source);
   t += fmt::format(
       "goodput (ETTR) by variant: fixed = sync every {:g} min, no spares; daly = Daly's interval;\n"
       "+spares = hot spares ({}); async = asynchronous checkpoints\n",

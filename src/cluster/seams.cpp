@@ -61,6 +61,7 @@ Chip chip_from_device(const DeviceSpec& d, DType dt) {
   c.mem_bw_gbps = d.mem_bandwidth_gbps;
   c.mem_gb = d.mem_capacity_gb;
   c.scaleup_gbps = d.interconnect_gbps;
+  c.training_efficiency = d.training_efficiency;
   const auto src = d.sources.find(fmt::format("peak_tflops.{}", dtype_name(dt)));
   if (src != d.sources.end()) c.peak_source = src->second;
   return c;

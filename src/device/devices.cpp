@@ -33,6 +33,7 @@ const std::set<std::string, std::less<>> kKeys = {"id",
                                                   "mem_capacity_gb",
                                                   "interconnect",
                                                   "tdp_w",
+                                                  "training_efficiency",
                                                   "sources",
                                                   "notes"};
 
@@ -215,10 +216,16 @@ DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
   d.interconnect = r.text(lr.field("name"), "interconnect.name");
   d.interconnect_gbps = r.number(lr.field("gbps"), "interconnect.gbps");
   if (j.contains("tdp_w")) d.tdp_w = r.number(j.at("tdp_w"), "tdp_w");
+  if (j.contains("training_efficiency")) {
+    d.training_efficiency = r.number(j.at("training_efficiency"), "training_efficiency");
+    if (!(d.training_efficiency <= 1))
+      r.fail(fmt::format("field 'training_efficiency' must be a fraction in (0, 1] (got {:g})",
+                         d.training_efficiency));
+  }
   if (j.contains("notes")) (void)r.text(j.at("notes"), "notes");
 
   // Every number needs a source: "peak_tflops.<dtype>", "mem_bandwidth_gbps",
-  // "mem_capacity_gb", "interconnect", "tdp_w".
+  // "mem_capacity_gb", "interconnect", "tdp_w", "training_efficiency".
   const json& src = r.field("sources");
   if (!src.is_object())
     r.fail("field 'sources' must be an object: field -> where the number comes from");
@@ -227,6 +234,7 @@ DeviceSpec parse_device(std::string_view json_text, std::string_view origin) {
   for (const auto& [dt, _] : d.peak_tflops) need.push_back("peak_tflops." + dt);
   for (const auto& [dt, _] : d.peak_absent) need.push_back("peak_tflops." + dt);
   if (d.tdp_w > 0) need.push_back("tdp_w");
+  if (d.training_efficiency > 0) need.push_back("training_efficiency");
   for (const auto& key : need)
     if (!d.sources.count(key)) r.fail(fmt::format("'{}' has no entry in 'sources'", key));
   return d;
@@ -313,17 +321,20 @@ nlohmann::json peaks_json(const DeviceSpec& d) {
 nlohmann::json devices_json(const std::vector<DeviceSpec>& devs) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : devs)
-    arr.push_back({{"id", d.id},
-                   {"name", d.name},
-                   {"vendor", d.vendor},
-                   {"kind", d.kind},
-                   {"peak_tflops", peaks_json(d)},
-                   {"mem_bandwidth_gbps", d.mem_bandwidth_gbps},
-                   {"mem_capacity_gb", d.mem_capacity_gb},
-                   {"interconnect", d.interconnect},
-                   {"interconnect_gbps", d.interconnect_gbps},
-                   {"tdp_w", d.tdp_w},
-                   {"sources", d.sources}});
+    arr.push_back(
+        {{"id", d.id},
+         {"name", d.name},
+         {"vendor", d.vendor},
+         {"kind", d.kind},
+         {"peak_tflops", peaks_json(d)},
+         {"mem_bandwidth_gbps", d.mem_bandwidth_gbps},
+         {"mem_capacity_gb", d.mem_capacity_gb},
+         {"interconnect", d.interconnect},
+         {"interconnect_gbps", d.interconnect_gbps},
+         {"tdp_w", d.tdp_w},
+         {"training_efficiency", d.training_efficiency > 0 ? nlohmann::json(d.training_efficiency)
+                                                           : nlohmann::json(nullptr)},
+         {"sources", d.sources}});
   return arr;
 }
 

@@ -96,6 +96,17 @@ j = json.load(open(sys.argv[1]))
 assert abs(j["inputs"]["efficiency"] - 0.6) < 1e-9 and j["inputs"]["efficiency_ops"] == 2, j["inputs"]
 EOF
 
+# Without --efficiency the chip's device file sets it where a training run sizes it (H100), and
+# the default 0.7 holds elsewhere; the text says which.
+"$bin" cluster --runs 1 --days 1 > "$tmp/h100.txt"
+grep -q "efficiency 0.57, h100-sxm in training, from its device file" "$tmp/h100.txt" ||
+  fail "H100 efficiency source: $(grep MFU "$tmp/h100.txt")"
+"$bin" cluster --runs 1 --days 1 --device b200 > "$tmp/b200.txt"
+grep -q "efficiency 0.7, default: no training run sizes b200" "$tmp/b200.txt" ||
+  fail "default efficiency source: $(grep MFU "$tmp/b200.txt")"
+"$bin" cluster --runs 1 --days 1 --efficiency 0.5 > "$tmp/given.txt"
+grep -q "efficiency 0.5, given" "$tmp/given.txt" || fail "given efficiency: $(grep MFU "$tmp/given.txt")"
+
 # Bad input: exit 2 with a clear message.
 expect_input_error() {
   local msg=$1; shift
@@ -112,6 +123,8 @@ expect_input_error "checkpoint" --checkpoint sometimes
 expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
+expect_input_error "efficiency 0 must be positive" --efficiency 0
+expect_input_error "efficiency must be in (0, 1]" --efficiency 1.5
 expect_input_error "no verified, measured result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
 # The published counts are one run's: they fall inside the spread of single simulated runs.
 "$bin" cluster --runs 16 > "$tmp/llama3.txt"
