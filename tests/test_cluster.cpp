@@ -264,6 +264,40 @@ TEST(ClusterStep, AnyChipCountKeepsTheBatch) {
   EXPECT_EQ(exact.global_batch, 2048);
 }
 
+// A DP group across oversubscribed pods reduces hierarchically: within a pod at the NIC's
+// bandwidth, the 1 / k shard across pods at the NIC's share of the tier above.
+TEST(ClusterStep, OversubscribedPods) {
+  TrainingSetup s = llama3_setup();  // TP 8 x PP 16 x DP 128: DP members 128 chips apart
+  s.allreduce = AllReduce::ring;
+  const double flat = step_time(s).dp_comm_s;
+  s.topo.pod_chips = 16384;  // one pod holds the job: nothing crosses the tier above
+  s.topo.oversubscription = 7;
+  EXPECT_DOUBLE_EQ(step_time(s).dp_comm_s, flat);
+  s.topo.pod_chips = 3072;  // Llama 3's pods: 24 DP members each, 6 pods
+  const double bytes = s.work.params / (8 * 16) * 2;
+  const Link nic{s.topo.inter_gbps, s.topo.inter_latency_us};
+  const Link across{s.topo.inter_gbps / 7, s.topo.inter_latency_us};
+  const double expect = reduce_scatter_s(bytes, 24, nic) + ring_allreduce_s(bytes / 24, 6, across) +
+                        allgather_s(bytes, 24, nic);
+  const StepBreakdown b = step_time(s);
+  EXPECT_NEAR(b.dp_comm_s, expect, 1e-9);
+  EXPECT_GT(b.dp_comm_s, flat);
+  s.topo.oversubscription = 1;  // a non-blocking tier above: the hierarchy costs about a flat ring
+  EXPECT_NEAR(step_time(s).dp_comm_s / flat, 1, 0.1);
+  // CP 16: a DP slice's 16 CP members sit in one 128-chip span, the 2,048-chip blocks one to a
+  // pod: 16 members a pod, 8 pods.
+  s.topo.oversubscription = 7, s.par.cp = 16, s.work = llama405b(131072), s.global_batch = 128;
+  const double cp_bytes = s.work.params / (8 * 16) * 2;
+  EXPECT_NEAR(step_time(s).dp_comm_s,
+              reduce_scatter_s(cp_bytes, 16, nic) + ring_allreduce_s(cp_bytes / 16, 8, across) +
+                  allgather_s(cp_bytes, 16, nic),
+              1e-9);
+  s.topo.oversubscription = 0.5;
+  EXPECT_THROW(step_time(s), InputError);
+  s.topo.oversubscription = 1, s.topo.pod_chips = -1;
+  EXPECT_THROW(step_time(s), InputError);
+}
+
 TEST(ClusterStep, CommunicationAndOverlap) {
   TrainingSetup s = llama3_setup();
   s.overlap_slowdown = 0;
@@ -499,6 +533,9 @@ TEST(ClusterReport, PublishedH100Runs) {
   // with CP 16 (seq 131,072), 16M tokens a step.
   TrainingSetup l = llama3_setup();
   l.efficiency = eff;
+  // Meta's network (arXiv:2407.21783, section 3.3.1): pods of 3,072 GPUs at full bisection, the
+  // aggregation layer between them oversubscribed 1:7.
+  l.topo.pod_chips = 3072, l.topo.oversubscription = 7;
   // At 131,072 tokens the attention products are 57% of the forward FLOPs as counted (the full
   // square), where the model runs them at the GEMMs' efficiency and the paper does not say how
   // its MFU counts them: that row's miss is explained in docs/cluster.md, section 7, and held

@@ -58,6 +58,11 @@ struct Topology {
   double intra_latency_us = 3;   // alpha of one intra-node message
   double inter_gbps = 50;        // per chip NIC, one direction (400 Gb/s = 50 GB/s)
   double inter_latency_us = 10;  // alpha of one inter-node message
+  // The scale-out network: each chip's NIC reaches every chip in its pod at inter_gbps (a
+  // non-blocking, rail-optimised or full-bisection tier); between pods the tier above is
+  // oversubscribed, so each chip's share of it is inter_gbps / oversubscription. 0: one pod.
+  std::int64_t pod_chips = 0;
+  double oversubscription = 1;
 };
 
 // ---------------------------------------------------------------- the model's work

@@ -133,6 +133,12 @@ const bool registered = add_command([](CLI::App& app) {
                   "intra-node message latency (default 3)");
   sub->add_option("--inter-latency-us", q->topo.inter_latency_us,
                   "inter-node message latency (default 10)");
+  sub->add_option("--pod-chips", q->topo.pod_chips,
+                  "chips under one non-blocking network tier (default 0: the whole cluster; "
+                  "Llama 3's pods: 3072)");
+  sub->add_option("--oversubscription", q->topo.oversubscription,
+                  "the tier between pods: a chip's share of it is --inter-gbps / this (default 1; "
+                  "Llama 3's: 7)");
   // How long
   sub->add_option("--days", q->days, "wall-clock days to simulate (default 54; 0 with --tokens)");
   sub->add_option("--tokens", q->tokens, "token budget: simulate until it is trained");

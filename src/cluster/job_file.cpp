@@ -100,6 +100,8 @@ ojson inputs_json(const JobRequest& o, const TrainingSetup& s, const SimConfig& 
       {"inter_gbps", s.topo.inter_gbps},
       {"intra_latency_us", s.topo.intra_latency_us},
       {"inter_latency_us", s.topo.inter_latency_us},
+      {"pod_chips", s.topo.pod_chips},
+      {"oversubscription", s.topo.oversubscription},
       {"seq", s.work.seq},
       {"global_batch", o.batch},
       {"scale_batch", o.scale_batch},

@@ -69,6 +69,9 @@ StepBreakdown step_time(const TrainingSetup& s) {
   if (!(s.overlap_slowdown >= 0 && s.overlap_slowdown <= 1))
     throw InputError("overlap slowdown must be in [0, 1]");
   if (s.par.micro_batch <= 0) throw InputError("micro-batch must be positive");
+  if (s.topo.pod_chips < 0) throw InputError("chips per pod must be 0 (one pod) or more");
+  if (!(s.topo.oversubscription >= 1 && std::isfinite(s.topo.oversubscription)))
+    throw InputError("oversubscription must be 1 (none) or more");
 
   const Parallelism p = choose_parallelism(s);
   const int tp = p.tp, cp = p.cp, pp = p.pp, ep = p.ep, v = p.virtual_stages;
@@ -211,13 +214,34 @@ StepBreakdown step_time(const TrainingSetup& s) {
     }
     return std::min(ring_allreduce_s(bytes, n, l), tree_allreduce_s(bytes, n, l));
   };
+  // A DP group that spans pods reduces hierarchically: reduce-scatter among its members in a
+  // pod at the NIC's bandwidth, all-reduce the 1 / k shard across the pods on the oversubscribed
+  // tier, all-gather in the pod again. A group's CP members lie TP chips apart inside one block
+  // of TP x CP x PP chips and its DP members `stride` chips apart (that block; x EP for expert
+  // weights), so a pod holds k = (CP members in it) x (blocks in it) of them.
+  const Link across{inter.gbps / s.topo.oversubscription, inter.latency_us};
+  auto dp_allreduce = [&](double bytes, std::int64_t ranks, std::int64_t stride) {
+    if (!(bytes > 0)) return 0.0;  // no expert weights: no second reduction
+    const std::int64_t pod = s.topo.pod_chips;
+    if (&dp_link != &inter || pod <= 0 || b.chips_used <= pod || ranks <= 1)
+      return allreduce(bytes, ranks, dp_link);
+    const std::int64_t cp_here =
+        static_cast<std::int64_t>(tp) * cp <= pod ? cp : std::max<std::int64_t>(1, pod / tp);
+    const std::int64_t k =
+        std::clamp<std::int64_t>(cp_here * std::max<std::int64_t>(1, pod / stride), 1, ranks);
+    const std::int64_t pods = (ranks + k - 1) / k;
+    if (k == 1) return allreduce(bytes, ranks, across);
+    const int kn = static_cast<int>(k);
+    return reduce_scatter_s(bytes, kn, inter) + allreduce(bytes / k, pods, across) +
+           allgather_s(bytes, kn, inter);
+  };
   // A chip holds 1 / (TP x PP) of the weights; CP ranks hold the same ones, so gradients are
   // reduced over DP x CP.
   const double shard = static_cast<double>(tp) * pp;
   const double dense_grad = (s.work.params - s.work.expert_params) / shard * s.grad_bytes;
   const double expert_grad = s.work.expert_params / (shard * ep) * s.grad_bytes;
   b.dp_comm_s =
-      allreduce(dense_grad, dp * cp, dp_link) + allreduce(expert_grad, dp * cp / ep, dp_link);
+      dp_allreduce(dense_grad, dp * cp, mp) + dp_allreduce(expert_grad, dp * cp / ep, mp * ep);
 
   // Exposure: per-micro-batch traffic hides under that micro-batch's compute; DP traffic under
   // the first forward and the last backward; the pipeline fill and drain p2p is exposed.

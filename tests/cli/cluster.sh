@@ -105,6 +105,15 @@ grep -q "efficiency 0.57, h100-sxm in training, from its device file" "$tmp/h100
 grep -q "efficiency 0.7, default: no training run sizes b200" "$tmp/b200.txt" ||
   fail "default efficiency source: $(grep MFU "$tmp/b200.txt")"
 "$bin" cluster --runs 1 --days 1 --efficiency 0.5 > "$tmp/given.txt"
+# Pods with an oversubscribed tier between them slow the DP reduction, and the file says so.
+"$bin" cluster --runs 1 --days 1 --json --no-timeline > "$tmp/flat.json"
+"$bin" cluster --runs 1 --days 1 --pod-chips 3072 --oversubscription 7 --json --no-timeline > "$tmp/pods.json"
+python3 - "$tmp/flat.json" "$tmp/pods.json" <<'EOF'
+import json, sys
+flat, pods = (json.load(open(f)) for f in sys.argv[1:3])
+assert pods["inputs"]["pod_chips"] == 3072 and pods["inputs"]["oversubscription"] == 7, pods["inputs"]
+assert pods["step"]["dp_comm_s"] > flat["step"]["dp_comm_s"], (pods["step"], flat["step"])
+EOF
 grep -q "efficiency 0.5, given" "$tmp/given.txt" || fail "given efficiency: $(grep MFU "$tmp/given.txt")"
 
 # Bad input: exit 2 with a clear message.
@@ -124,6 +133,8 @@ expect_input_error "checkpoint-interval" --checkpoint-interval soon
 expect_input_error "unknown model" --model nosuch
 expect_input_error "runs" --runs 0
 expect_input_error "efficiency 0 must be positive" --efficiency 0
+expect_input_error "oversubscription must be 1 (none) or more" --oversubscription 0.5
+expect_input_error "chips per pod must be 0" --pod-chips -1
 expect_input_error "efficiency must be in (0, 1]" --efficiency 1.5
 expect_input_error "no verified, measured result" --efficiency-from "$tmp/results.json" --efficiency-backend blis
 # The published counts are one run's: they fall inside the spread of single simulated runs.
