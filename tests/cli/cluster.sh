@@ -105,6 +105,7 @@ grep -q "efficiency 0.57, h100-sxm in training, from its device file" "$tmp/h100
 grep -q "efficiency 0.7, default: no training run sizes b200" "$tmp/b200.txt" ||
   fail "default efficiency source: $(grep MFU "$tmp/b200.txt")"
 "$bin" cluster --runs 1 --days 1 --efficiency 0.5 > "$tmp/given.txt"
+grep -q "efficiency 0.5, given" "$tmp/given.txt" || fail "given efficiency: $(grep MFU "$tmp/given.txt")"
 # Pods with an oversubscribed tier between them slow the DP reduction, and the file says so.
 "$bin" cluster --runs 1 --days 1 --json --no-timeline > "$tmp/flat.json"
 "$bin" cluster --runs 1 --days 1 --pod-chips 3072 --oversubscription 7 --json --no-timeline > "$tmp/pods.json"
@@ -114,7 +115,6 @@ flat, pods = (json.load(open(f)) for f in sys.argv[1:3])
 assert pods["inputs"]["pod_chips"] == 3072 and pods["inputs"]["oversubscription"] == 7, pods["inputs"]
 assert pods["step"]["dp_comm_s"] > flat["step"]["dp_comm_s"], (pods["step"], flat["step"])
 EOF
-grep -q "efficiency 0.5, given" "$tmp/given.txt" || fail "given efficiency: $(grep MFU "$tmp/given.txt")"
 
 # Bad input: exit 2 with a clear message.
 expect_input_error() {
