@@ -1268,6 +1268,60 @@ TEST(Gemm, PackedLoopOrders) {
         }
 }
 
+// The mk order packs B a chunk of K at a time where a K-deep panel of its column block passes
+// the row's b_panel_bytes: equal chunks of whole KC blocks, fp32 C updated in place and 16-bit C
+// summed in one fp32 tile per MC block until the last chunk, the rows in groups whose tiles stay
+// within the same budget (K x NC counted in fp32 words whatever the operands). The scalar row's
+// 4 MiB with 65536 columns at KC 16 makes chunks of one KC block (K 40: three, the last a tail)
+// and, at MC 4, groups of 16 rows (M 21: two, at one thread), at 1 and 3 threads. On AVX-512
+// with BF16, bf16 pairs into 32768 columns at KC 128 take chunks of one KC block at the 24 MiB
+// budget (K 800: seven).
+TEST(Gemm, PackedMkChunksOfK) {
+  const auto chunked = [](Isa isa, std::int64_t n, std::int64_t k) {
+    return k * n * 4 > detail::blocking(isa).b_panel_bytes;
+  };
+  ASSERT_GT(21 * 65536 * 4, detail::blocking(Isa::scalar).b_panel_bytes);  // two groups of rows
+  for (DType t : {DType::f32, DType::bf16})
+    for (DType ct : {DType::f32, DType::bf16})
+      for (int threads : {1, 3}) {
+        Case c{};
+        c.isa = Isa::scalar;
+        c.path = Path::packed;
+        c.order = Order::mk;
+        c.at = c.bt = t;
+        c.ct = ct;
+        c.m = 21;
+        c.n = 65536;
+        c.k = 40;
+        c.mc = 4, c.nc = 65536, c.kc = 16;
+        c.threads = threads;
+        c.threads_m = threads, c.threads_n = 1;  // each thread all the columns
+        c.ints = true;  // small C (the default's grows with the column), fp32 C exact
+        c.alpha = 0.5f;
+        c.beta = ct == DType::f32 ? -1.5f : 1.0f;
+        ASSERT_TRUE(chunked(c.isa, c.n, c.k));
+        run_case(c);
+      }
+  if (!isa_supported(Isa::avx512) || !detail::cpu_info().avx512_bf16)
+    GTEST_SKIP() << "bf16 pairs need AVX512-BF16";
+  for (DType ct : {DType::f32, DType::bf16}) {
+    Case c{};
+    c.isa = Isa::avx512;
+    c.path = Path::packed;
+    c.order = Order::mk;
+    c.at = c.bt = DType::bf16;
+    c.ct = ct;
+    c.m = 3;
+    c.n = 32768;
+    c.k = 800;
+    c.nc = 32768, c.kc = 128;
+    c.ints = true;
+    c.beta = 1.0f;
+    ASSERT_TRUE(chunked(c.isa, c.n, c.k));
+    run_case(c);
+  }
+}
+
 // The heuristic's order: km on the packed path where C is fp32, K spans more than one KC block
 // and N at least mk's column block (NC then from the km budget), mk otherwise.
 TEST(GemmDispatch, PackedOrderHeuristic) {

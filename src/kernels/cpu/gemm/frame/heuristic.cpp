@@ -315,19 +315,22 @@ void resolve_blocks(const Params& p, const KernelFamily& f, const Blocking& b, S
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
   if (s.path == Path::direct) s.kc = direct_kc(p, f, b, s);
   if (s.kc == 0) s.kc = f32_ops && b.kc_f32 > 0 ? b.kc_f32 : b.kc;
-  // mk's column block: B is packed for the whole K of it, so keep that panel within the budget.
-  const std::int64_t mk_nc = [&] {
+  // mk's column block where B's panel of all of K stays within the budget (the order's choice
+  // below); the row's nc where it has one, B then packed a chunk of K at a time (run_mk).
+  const std::int64_t budget_nc = [&] {
     std::int64_t cols = b.b_panel_bytes / (4 * std::max<std::int64_t>(p.k, 1));
     if (b.nc > 0) cols = std::min<std::int64_t>(cols, b.nc);
     return std::clamp<std::int64_t>(cols - cols % f.nr, f.nr, 1 << 16);
   }();
+  const std::int64_t mk_nc = b.nc > 0 ? b.nc : budget_nc;
   // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place, K
   // spans more than one KC block and N at least one mk column block (narrower, A's stream outweighs
   // B's and mk stays ahead); mk where the sums go through the fp32 tile (16-bit C) or one K block
   // leaves the orders equal but for NC.
   if (s.order == Order::automatic)
-    s.order = s.path == Path::packed && p.k > s.kc && p.n >= (s.nc > 0 ? s.nc : mk_nc) ? Order::km
-                                                                                       : Order::mk;
+    s.order = s.path == Path::packed && p.k > s.kc && p.n >= (s.nc > 0 ? s.nc : budget_nc)
+                  ? Order::km
+                  : Order::mk;
   if (p.c_type != DType::f32) s.order = Order::mk;  // 16-bit C: sums through mk's fp32 tile
   if (s.nc == 0 && s.order == Order::km && s.path == Path::packed) {
     // B's block is KC deep: as wide as its budget allows.

@@ -1,15 +1,16 @@
 // The packed path: BLIS's loop nest, both operands packed into panels the micro-kernel streams.
 //
 // Order mk, per block of C:
-//   jc (NC cols)  pack B[K, nc] -> kc-blocks of NR-wide panels          (L3 / memory)
+//   jc (NC cols)  pack B[K chunk, nc] -> kc-blocks of NR-wide panels    (L3 / memory)
 //    ic (MC rows)
 //     pc (KC)      pipeline: pack A[mc, kc] into stage slot (pc+S-1) % S  (L2)
 //      jr (NR)      B micro-panel kc x NR                                 (L1)
 //       ir (MR)      micro-kernel: MR x NR of C in registers
-// B is packed for the whole K of a column block, so C can be accumulated over all kc blocks
-// of one MC x NC tile before it is written: fp32 C is updated in place; bf16/fp16 C goes
-// through an fp32 tile and is rounded once (f32_to_bf16 / f32_to_f16), or where K is one block
-// is rounded by the micro-kernel itself.
+// B is packed for a chunk of K of a column block (all of K where the panel fits the row's
+// b_panel_bytes), so C can be accumulated over the chunk's kc blocks of one MC x NC tile before
+// it is written: fp32 C is updated in place; bf16/fp16 C goes through an fp32 tile and is rounded
+// once after the last chunk (f32_to_bf16 / f32_to_f16), or where K is one block is rounded by the
+// micro-kernel itself.
 // Order km (BLIS's; fp32 C): jc (NC) > pc (KC): pack B[kc, nc] (L3) > ic (MC): pipeline over
 // the MC blocks, pack A[mc, kc] (L2) > jr > ir, C updated once per kc block.
 #include <algorithm>
@@ -252,10 +253,10 @@ void run_km(const Problem& pr, const PackedBlock& b) {
   }
 }
 
-// M blocks outside K blocks: B packed for the whole K of a column block, so C can be
-// accumulated over all kc blocks of one MC x NC tile before it is written: fp32 C is updated
-// in place; bf16/fp16 C goes through an fp32 tile and is rounded once (f32_to_bf16 /
-// f32_to_f16).
+// M blocks outside K blocks: B packed for a chunk of K at a time (all of K where its panel fits
+// the row's b_panel_bytes), so C can be accumulated over the chunk's kc blocks of one MC x NC
+// tile before it is written: fp32 C is updated in place; bf16/fp16 C goes through fp32 tiles and
+// is rounded once (f32_to_bf16 / f32_to_f16) after the last chunk.
 void run_mk(const Problem& pr, const PackedBlock& b) {
   const int MR = pr.fam->mr, NR = pr.fam->nr;
   const std::int64_t KC = b.KC, MC = b.MC, NC = b.NC, K = b.K, k0 = b.k0;
@@ -263,15 +264,37 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   const std::int64_t kw = pr.kw;  // K elements per packed value (2: bf16 pairs)
   const bool via_tile = b.via_tile;
   Workspace& ws = workspace();
-  const int stages = tile::clamp_stages(pr.s.stages, ceil_div(K, KC));
-  float* bpack = ws.b_pack.get(K * round_up(std::min(NC, n1 - n0), NR));
+  // K in equal chunks of whole KC blocks, each chunk's panel within the row's b_panel_bytes
+  // counted as K x NC fp32 (bf16 pairs: half of it): a K-deep panel past it streams from memory
+  // for every MC block, and narrowing NC to fit it instead packs A once per narrower column block
+  // (bf16 K 53248: NC 96, A packed 171 times for N 16384). Counted so, bf16 K 16384 at NC 512
+  // runs in two chunks of 8 MiB, 1.07x one of 16 MiB (docs/gemm.md, "K in chunks").
+  const std::int64_t ncp_max = round_up(std::min(NC, n1 - n0), NR);
+  const std::int64_t ktiles = ceil_div(K, KC);
+  const std::int64_t tile_bytes = KC * ncp_max * 4;
+  const std::int64_t per_chunk =
+      std::clamp<std::int64_t>(pr.blk.b_panel_bytes / tile_bytes, 1, ktiles);
+  const std::int64_t chunk_tiles = ceil_div(ktiles, ceil_div(ktiles, per_chunk));
+  const int stages = tile::clamp_stages(pr.s.stages, chunk_tiles);
+  float* bpack = ws.b_pack.get(std::min(K, chunk_tiles * KC) * ncp_max);
   float* apack[tile::kMaxStages];
   for (int st = 0; st < stages; ++st) apack[st] = ws.a_pack[st].get(round_up(MC, MR) * KC);
-  float* ctile = via_tile ? ws.c_tile.get(MC * round_up(NC, NR)) : nullptr;
+  // Where K takes more than one chunk, the rows go in groups whose 16-bit C sums (one fp32 tile
+  // per MC block, kept until the last chunk) stay within the same budget, each group packing the
+  // chunks of B again; one group of all the rows otherwise, 16-bit C through one tile.
+  const std::int64_t mtiles = ceil_div(m1 - m0, MC);
+  const bool chunked = chunk_tiles < ktiles;
+  const std::int64_t group =
+      chunked ? std::clamp<std::int64_t>(pr.blk.b_panel_bytes / (MC * ncp_max * 4), 1, mtiles) * MC
+              : m1 - m0;
+  float* ctiles = via_tile ? ws.c_tile.get((chunked ? group : MC) * ncp_max) : nullptr;
+  auto ctile = [&](std::int64_t ic, std::int64_t g0) {
+    return ctiles + (chunked ? (ic - g0) * ncp_max : 0);
+  };
   // Several column blocks of these rows (in this block, or in the product's other pieces): A's
   // blocks are packed once, in the thread's first column block, and kept for the others.
-  const std::int64_t ktiles = ceil_div(K, KC), slot_words = round_up(MC, MR) * ceil_div(KC, kw);
-  const std::int64_t whole_words = ceil_div(m1 - m0, MC) * ktiles * slot_words;
+  const std::int64_t slot_words = round_up(MC, MR) * ceil_div(KC, kw);
+  const std::int64_t whole_words = mtiles * ktiles * slot_words;
   const bool keep_a = pr.p->n > NC && whole_words * 4 <= kKeepPackedABytes;
   const KeptA tag{pr.id, m0, m1, MC, KC, b.slice};
   bool packed = keep_a && ws.kept_a == tag;  // by an earlier piece on this thread
@@ -283,41 +306,52 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   };
   for (std::int64_t jc = n0; jc < n1; jc += NC) {
     const std::int64_t nc = std::min(NC, n1 - jc), ncp = round_up(nc, NR);
-    // B[K, nc] -> for each kc block: ncp/NR panels of kc x NR, block base p0 * ncp.
-    for (std::int64_t p0 = 0; p0 < K; p0 += KC)
-      pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + p0 * ncp / kw, b.tmp);
-    for (std::int64_t ic = m0; ic < m1; ic += MC) {
-      const std::int64_t mc = std::min(MC, m1 - ic);
-      auto a_at = [&](std::int64_t t, int slot) { return keep_a ? kept(ic, t) : apack[slot]; };
-      auto load = [&](std::int64_t t, int slot) {
-        if (packed) return;
-        const std::int64_t p0 = t * KC;
-        pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), a_at(t, slot), b.tmp);
-      };
-      auto compute = [&](std::int64_t t, int slot) {
-        const std::int64_t p0 = t * KC, kc = std::min(KC, K - p0);
-        // Kept A blocks come from L3 or memory: fetch the next one while this one computes.
-        const float* next = nullptr;
-        if (packed)
-          next = t + 1 < ktiles ? kept(ic, t + 1)
-                 : ic + MC < m1 ? kept(ic + MC, 0)
-                 : jc + NC < n1 ? kept(m0, 0)
-                                : nullptr;
-        // 16-bit C is written from the tile after the last K block; fetch its lines for
-        // writing while the block computes, a micro-tile's rows at a time (a cold C otherwise
-        // stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a fifth of its time
-        // there).
-        multiply_blocks(pr, {a_at(t, slot), bpack + p0 * ncp / kw, ic, mc, jc, nc, k0 + p0, kc,
-                             b.alpha, t == 0 ? b.beta0 : &kOne,
-                             via_tile     ? ctile
-                             : b.writes16 ? nullptr
-                                          : b.c_at(pr, ic, jc),
-                             via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1, next,
-                             next == nullptr ? 0 : slot_words * 4,
-                             b.writes16 ? b.c16_at(pr, ic, jc) : nullptr});
-      };
-      tile::run_pipeline(ceil_div(K, KC), stages, load, compute);
-      if (via_tile) write_back(pr, ic, jc, mc, nc, ctile, ncp);
+    for (std::int64_t g0 = m0; g0 < m1; g0 += group) {
+      const std::int64_t g1 = std::min(m1, g0 + group);
+      for (std::int64_t t0 = 0; t0 < ktiles; t0 += chunk_tiles) {
+        const std::int64_t t1 = std::min(ktiles, t0 + chunk_tiles), q0 = t0 * KC;
+        // B[chunk, nc] -> for each kc block: ncp/NR panels of kc x NR, block base (p0 - q0) * ncp.
+        for (std::int64_t p0 = q0; p0 < std::min(K, t1 * KC); p0 += KC)
+          pack_b_block(pr, jc, nc, k0 + p0, std::min(KC, K - p0), bpack + (p0 - q0) * ncp / kw,
+                       b.tmp);
+        for (std::int64_t ic = g0; ic < g1; ic += MC) {
+          const std::int64_t mc = std::min(MC, m1 - ic);
+          auto a_at = [&](std::int64_t t, int slot) { return keep_a ? kept(ic, t) : apack[slot]; };
+          auto load = [&](std::int64_t u, int slot) {
+            if (packed) return;
+            const std::int64_t p0 = (t0 + u) * KC;
+            pack_a_block(pr, ic, mc, k0 + p0, std::min(KC, K - p0), a_at(t0 + u, slot), b.tmp);
+          };
+          auto compute = [&](std::int64_t u, int slot) {
+            const std::int64_t t = t0 + u, p0 = t * KC, kc = std::min(KC, K - p0);
+            // Kept A blocks come from L3 or memory: fetch the next one while this one computes
+            // (the loops' order: K blocks of the chunk, MC blocks of the group, chunks, groups,
+            // column blocks).
+            const float* next = nullptr;
+            if (packed)
+              next = t + 1 < t1     ? kept(ic, t + 1)
+                     : ic + MC < g1 ? kept(ic + MC, t0)
+                     : t1 < ktiles  ? kept(g0, t1)
+                     : g1 < m1      ? kept(g1, 0)
+                     : jc + NC < n1 ? kept(m0, 0)
+                                    : nullptr;
+            // 16-bit C is written from the tile after the last K block; fetch its lines for
+            // writing while the block computes, a micro-tile's rows at a time (a cold C
+            // otherwise stalls the write-back on every store: 2048x512x128 bf16 x 8 spent a
+            // fifth of its time there).
+            multiply_blocks(pr, {a_at(t, slot), bpack + (p0 - q0) * ncp / kw, ic, mc, jc, nc,
+                                 k0 + p0, kc, b.alpha, t == 0 ? b.beta0 : &kOne,
+                                 via_tile     ? ctile(ic, g0)
+                                 : b.writes16 ? nullptr
+                                              : b.c_at(pr, ic, jc),
+                                 via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1,
+                                 next, next == nullptr ? 0 : slot_words * 4,
+                                 b.writes16 ? b.c16_at(pr, ic, jc) : nullptr});
+          };
+          tile::run_pipeline(t1 - t0, stages, load, compute);
+          if (via_tile && t1 == ktiles) write_back(pr, ic, jc, mc, nc, ctile(ic, g0), ncp);
+        }
+      }
     }
     if (keep_a && !packed) packed = true, ws.kept_a = tag;
   }
