@@ -324,9 +324,9 @@ void resolve_blocks(const Params& p, const KernelFamily& f, const Blocking& b, S
   }();
   const std::int64_t mk_nc = b.nc > 0 ? b.nc : budget_nc;
   // The packed path's loop order: km (K blocks outside M blocks) where C is updated in place, K
-  // spans more than one KC block and N at least one mk column block (narrower, A's stream outweighs
-  // B's and mk stays ahead); mk where the sums go through the fp32 tile (16-bit C) or one K block
-  // leaves the orders equal but for NC.
+  // spans more than one KC block and N at least budget_nc (narrower, A's stream outweighs B's and
+  // mk stays ahead); mk where the sums go through the fp32 tile (16-bit C) or one K block leaves
+  // the orders equal but for NC.
   if (s.order == Order::automatic)
     s.order = s.path == Path::packed && p.k > s.kc && p.n >= (s.nc > 0 ? s.nc : budget_nc)
                   ? Order::km

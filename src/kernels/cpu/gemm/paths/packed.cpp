@@ -268,7 +268,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
   // counted as K x NC fp32 (bf16 pairs: half of it): a K-deep panel past it streams from memory
   // for every MC block, and narrowing NC to fit it instead packs A once per narrower column block
   // (bf16 K 53248: NC 96, A packed 171 times for N 16384). Counted so, bf16 K 16384 at NC 512
-  // runs in two chunks of 8 MiB, 1.07x one of 16 MiB (docs/gemm.md, "K in chunks").
+  // runs in two chunks of 8 MiB, 1.03-1.05x one of 16 MiB (docs/gemm.md, "K in chunks").
   const std::int64_t ncp_max = round_up(std::min(NC, n1 - n0), NR);
   const std::int64_t ktiles = ceil_div(K, KC);
   const std::int64_t tile_bytes = KC * ncp_max * 4;
