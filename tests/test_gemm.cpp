@@ -1323,7 +1323,8 @@ TEST(Gemm, PackedMkChunksOfK) {
 }
 
 // The heuristic's order: km on the packed path where C is fp32, K spans more than one KC block
-// and N at least mk's column block (NC then from the km budget), mk otherwise.
+// and N at least the columns whose K-deep panel fits b_panel_bytes (at K 2048, mk's column block;
+// NC then from the km budget), mk otherwise.
 TEST(GemmDispatch, PackedOrderHeuristic) {
   Params p;
   p.m = 512;
