@@ -1991,7 +1991,10 @@ TEST(Gemm, SwappedDirectPath) {
                                   {31, 65, 129, 64},
                                   {600, 128, 128, 0},
                                   {129, 100, 64, 48},
-                                  {37, 200, 90, 0}},
+                                  {37, 200, 90, 0},
+                                  // W's rows split among the threads (direct_split_m)
+                                  {300, 128, 200, 0},
+                                  {200, 192, 150, 32}},
                                  {{DType::f32, DType::f32, DType::f32},
                                   {DType::f32, DType::f32, DType::bf16},
                                   {DType::bf16, DType::bf16, DType::f32},
@@ -2246,6 +2249,13 @@ TEST(GemmDispatch, DirectPathRange) {
                 << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
             EXPECT_EQ(s.threads_m * s.threads_n, 2);
             EXPECT_NE(describe(s).find("swap"), std::string::npos);
+            // The direct path's threads split W's rows (the swapped product's M) by the
+            // direct path's own rule, the caller's M as its N; A's rows otherwise.
+            const bool split_w = few == Path::automatic && b.direct_split_max_n > 0 &&
+                                 m <= b.direct_split_max_n &&
+                                 even_panel_split(n, detail::family(isa).direct_panel);
+            EXPECT_EQ(s.threads_m, split_w ? 2 : 1)
+                << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           }
         }
   // Large products above the direct path's rows: swapped for N up to swap_large_max_n while W^T
