@@ -3,6 +3,7 @@
 // alpha/beta, NaN/Inf propagation, and the CPUID dispatch.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -17,6 +18,7 @@
 #include "attain/threadpool.hpp"
 #include "busy.hpp"
 #include "kernels/cpu/gemm/dispatch.hpp"
+#include "kernels/cpu/gemm/frame/frame.hpp"
 
 namespace attain::gemm {
 namespace {
@@ -101,6 +103,7 @@ struct Case {
   Order order = Order::automatic;
   int mc = 0, nc = 0;
   int threads_m = 0, threads_n = 0;  // the schedule's grid (0: the engine's)
+  bool align_c = false;              // C's first element 64-byte aligned
 };
 
 std::string name(const Case& c) {
@@ -151,10 +154,12 @@ void run_case(const Case& c) {
   // C with guard regions before and after, and padding columns that must stay untouched.
   const std::int64_t ldc = c.n + c.pad, guard = 64;
   const std::size_t cs = dtype_size(c.ct);
-  std::vector<std::uint8_t> cbuf(static_cast<std::size_t>((c.m * ldc + 2 * guard)) * cs, 0xA5);
+  std::vector<std::uint8_t> cbuf(static_cast<std::size_t>((c.m * ldc + 2 * guard)) * cs + 64, 0xA5);
+  const std::size_t shift =
+      c.align_c ? (64 - reinterpret_cast<std::uintptr_t>(&cbuf[guard * cs]) % 64) % 64 : 0;
   std::vector<double> c0(static_cast<std::size_t>(c.m * c.n));
   auto c_at = [&](std::int64_t i, std::int64_t j) {
-    return &cbuf[static_cast<std::size_t>(guard + i * ldc + j) * cs];
+    return &cbuf[shift + static_cast<std::size_t>(guard + i * ldc + j) * cs];
   };
   for (std::int64_t i = 0; i < c.m; ++i)
     for (std::int64_t j = 0; j < c.n; ++j) {
@@ -1276,6 +1281,45 @@ TEST(Gemm, PackedLoopOrders) {
 // and, at MC 4, groups of 16 rows (M 21: two, at one thread), at 1 and 3 threads. On AVX-512
 // with BF16, bf16 pairs into 32768 columns at KC 128 take chunks of one KC block at the 24 MiB
 // budget (K 800: seven).
+// C written past the caches (Problem::stream_c), the threshold lowered so that small products
+// stream: whole tiles of fp32 C go out as non-temporal stores where C is 64-byte aligned and K
+// one block with beta 0; edge tiles, unaligned C or rows, K past one block, beta != 0 and 16-bit
+// C take the plain stores. Every family, 1-3 threads, exact integers.
+TEST(Gemm, StreamedC) {
+  struct Restore {
+    std::int64_t was = detail::stream_c_min_bytes();
+    ~Restore() { detail::stream_c_min_bytes() = was; }
+  } restore;
+  detail::stream_c_min_bytes() = 1;
+  int i = 0;
+  for (Isa isa : isas())
+    for (const auto& [t, ct] :
+         std::initializer_list<std::pair<DType, DType>>{{DType::f32, DType::f32},
+                                                        {DType::bf16, DType::bf16},
+                                                        {DType::bf16, DType::f32},
+                                                        {DType::f32, DType::bf16},
+                                                        {DType::f16, DType::f16}})
+      for (const auto& [m, n, k] : std::initializer_list<std::array<std::int64_t, 3>>{
+               {1, 32, 1}, {12, 64, 64}, {37, 100, 200}, {300, 96, 130}, {25, 1000, 600}})
+        for (int variant = 0; variant < 3; ++variant) {
+          Case c{};
+          c.isa = isa;
+          c.path = Path::packed;
+          c.at = c.bt = t;
+          c.ct = ct;
+          c.m = m, c.n = n, c.k = k;
+          c.threads = 1 + i++ % 3;
+          c.stages = i % 2 == 0 ? 1 : 2;
+          c.align_c = variant != 2;                             // the third: C where malloc puts it
+          const std::int64_t row = ct == DType::f32 ? 16 : 32;  // values per 64 bytes
+          c.pad = (n + row - 1) / row * row - n + (variant == 1 ? row : 0);
+          c.alpha = variant == 1 ? -2.0f : 1.0f;
+          c.beta = k == 130 ? 1.0f : 0.0f;
+          c.ints = true;
+          run_case(c);
+        }
+}
+
 TEST(Gemm, PackedMkChunksOfK) {
   const auto chunked = [](Isa isa, std::int64_t n, std::int64_t k) {
     return k * n * 4 > detail::blocking(isa).b_panel_bytes;

@@ -31,6 +31,10 @@ struct UkAux {
   // path's one-K-block products take it: no fp32 tile of C to write, read back and round.
   std::uint16_t* c16 = nullptr;
   bool c16_bf = false;
+  // fp32 C written with non-temporal stores, which skip the read of each line before it is
+  // written, where the family has them (S::stream): beta 0, no row_scale, no c16, cs_c 1, every
+  // row of the tile whole 64-byte-aligned lines. The caller fences.
+  bool stream_c = false;
 };
 
 // a: packed A micro-panel, k x MR (MR contiguous per k). b: packed B micro-panel, k x NR.

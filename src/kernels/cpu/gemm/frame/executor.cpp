@@ -196,8 +196,8 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
 }
 
 // One call in one region; `seq_ns`: as execute_problems (the rough time of the sequence of
-// calls it belongs to).
-void gemm_in(const Params& p, double seq_ns) {
+// calls it belongs to); `call_c_bytes`: the C its call writes in all (streams_c).
+void gemm_in(const Params& p, double seq_ns, std::int64_t call_c_bytes) {
   check_params(p, false);
   if (p.m == 0 || p.n == 0) return;
   Batch& bt = batch_scratch();
@@ -208,16 +208,28 @@ void gemm_in(const Params& p, double seq_ns) {
   use.swapped.clear();
   use.swapped.reserve(1);
   use.problems.push_back(problem_of(use, p, resolve(p)));
+  use.problems.back().stream_c = streams_c(call_c_bytes);
   execute_problems(use, use.problems.front().s.threads, p.schedule.threads == 0 ? seq_ns : -1.0);
   use.problems.clear();
 }
 
 }  // namespace
 
+std::int64_t& stream_c_min_bytes() {
+  static std::int64_t bytes = 2 * std::max<std::int64_t>(cpu_info().l3_bytes, 8 << 20);
+  return bytes;
+}
+bool streams_c(std::int64_t c_bytes) {
+  return c_bytes >= stream_c_min_bytes();
+}
+std::int64_t c_bytes(const Params& p) {
+  return p.m * p.n * static_cast<std::int64_t>(dtype_size(p.c_type));
+}
+
 }  // namespace detail
 
 void gemm(const Params& p) {
-  detail::gemm_in(p, 0.0);
+  detail::gemm_in(p, 0.0, detail::c_bytes(p));
 }
 
 void run(const Call& c) {
@@ -232,7 +244,9 @@ void run(const Call& c) {
     // One region per item, each with all threads.
     double seq_ns = 0;  // the items follow each other: worth waking the workers for all
     for (const Params& q : items) seq_ns += detail::rough_ns(q.b_type, q.m, q.n, q.k);
-    for (const Params& q : items) detail::gemm_in(q, seq_ns);
+    std::int64_t call_c = 0;
+    for (const Params& q : items) call_c += detail::c_bytes(q);
+    for (const Params& q : items) detail::gemm_in(q, seq_ns, call_c);
     return;
   }
   run_together(&c, 1, detail::call_threads(c));
@@ -262,10 +276,13 @@ void run_together(const Call* calls, std::size_t count, int threads) {
   for (const std::size_t items : bt.counts) {
     const int share = static_cast<int>(std::max<std::int64_t>(
         1, threads / static_cast<std::int64_t>(std::max<std::size_t>(1, items))));
+    std::int64_t call_c = 0;
+    for (std::size_t q = j; q < j + items; ++q) call_c += detail::c_bytes(bt.params[q]);
     for (std::size_t e = j + items; j < e; ++j) {
       detail::check_params(bt.params[j], true);
       bt.problems.push_back(
           detail::problem_of(bt, bt.params[j], detail::resolve_with(bt.params[j], share)));
+      bt.problems.back().stream_c = detail::streams_c(call_c);
     }
   }
   bool adaptive = true;  // no call fixed its thread count

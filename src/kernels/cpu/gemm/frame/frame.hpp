@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "attain/gemm.hpp"
@@ -26,5 +27,13 @@ void drop_empty(std::vector<Params>& v, std::size_t first);
 // Fuse::automatic's choice for a call's items on `threads`.
 bool fuse_pays(const std::vector<Params>& items, int threads);
 int call_threads(const Call& c);  // the schedule's thread count, else Params::threads
+
+// The C bytes a call writes (all its items) from which the packed path writes fp32 C past the
+// caches (Problem::stream_c): twice the LLC, so that no cache could keep it for its reader anyway.
+// A reference, so that tests can lower it to run the streaming stores on small products.
+std::int64_t& stream_c_min_bytes();
+// Whether a call whose items write `c_bytes` of C in all streams it.
+bool streams_c(std::int64_t c_bytes);
+std::int64_t c_bytes(const Params& p);  // M x N x C's element size
 
 }  // namespace attain::gemm::detail

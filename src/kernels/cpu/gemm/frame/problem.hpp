@@ -105,6 +105,10 @@ struct Problem {
   // Schedule::swap: this problem is the caller's with the operands swapped (detail::swapped),
   // its C the caller's C transposed: element (i, j) at c + j * ldc + i.
   bool ct = false;
+  // The call writes more C than the caches keep (streams_c, set by the executor): where the
+  // packed path writes fp32 C in one pass with beta 0 it stores whole tiles with non-temporal
+  // stores, which skip the read of each line before it is written.
+  bool stream_c = false;
   // Floats of the region's scratch its path takes (PathImpl::scratch_floats).
   std::int64_t scratch = 0;
   // Split-K: slices of kslice K elements, partial sums in `partial` (slices x m x n).

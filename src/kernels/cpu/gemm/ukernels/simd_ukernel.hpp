@@ -34,14 +34,20 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
     S::store16(true, q, S::zero());
   };
   std::uint16_t* c16 = kRounds16 && aux != nullptr ? aux->c16 : nullptr;
-  // The C tile is written at the end: start its lines on the way now.
+  // C written with non-temporal stores (UkAux::stream_c), where the traits have them.
+  constexpr bool kStreams = requires(float* q) {
+    S::stream(q, S::zero());
+  };
+  const bool streams = kStreams && aux != nullptr && aux->stream_c;
+  // The C tile is written at the end: start its lines on the way now (not those streamed: their
+  // stores do not read them).
   if (c16 != nullptr) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       __builtin_prefetch(c16 + i * rs_c, 1, 3);
       __builtin_prefetch(c16 + i * rs_c + NR - 1, 1, 3);
     }
-  } else if (cs_c == 1) {
+  } else if (cs_c == 1 && !streams) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       __builtin_prefetch(c + i * rs_c, 1, 3);
@@ -109,6 +115,17 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
           S::store16(bf, ci + j * S::kLanes,
                      read_c ? S::fma(vb, S::load16(bf, ci + j * S::kLanes), r) : r);
         }
+      }
+      return;
+    }
+  }
+  if constexpr (kStreams) {
+    if (streams) {  // beta 0, alpha for every row
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        float* ci = c + i * rs_c;
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) S::stream(ci + j * S::kLanes, S::mul(va, acc[i][j]));
       }
       return;
     }

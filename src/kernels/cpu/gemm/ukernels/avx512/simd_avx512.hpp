@@ -20,6 +20,8 @@ struct Avx512 {
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  // A non-temporal store (UkAux::stream_c): p 64-byte aligned.
+  static void stream(float* p, V v) { _mm512_stream_ps(p, v); }
   static V bcast(const float* p) { return _mm512_set1_ps(*p); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
