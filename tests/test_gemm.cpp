@@ -1273,14 +1273,6 @@ TEST(Gemm, PackedLoopOrders) {
         }
 }
 
-// The mk order packs B a chunk of K at a time where a K-deep panel of its column block passes
-// the row's b_panel_bytes: equal chunks of whole KC blocks, fp32 C updated in place and 16-bit C
-// summed in one fp32 tile per MC block until the last chunk, the rows in groups whose tiles stay
-// within the same budget (K x NC counted in fp32 words whatever the operands). The scalar row's
-// 4 MiB with 65536 columns at KC 16 makes chunks of one KC block (K 40: three, the last a tail)
-// and, at MC 4, groups of 16 rows (M 21: two, at one thread), at 1 and 3 threads. On AVX-512
-// with BF16, bf16 pairs into 32768 columns at KC 128 take chunks of one KC block at the 24 MiB
-// budget (K 800: seven).
 // C written past the caches (Problem::stream_c), the threshold lowered so that small products
 // stream: whole tiles of fp32 C go out as non-temporal stores where C is 64-byte aligned and K
 // at most 128 with beta 0; edge tiles, unaligned C or rows, longer K, beta != 0 and 16-bit C take
@@ -1320,6 +1312,14 @@ TEST(Gemm, StreamedC) {
         }
 }
 
+// The mk order packs B a chunk of K at a time where a K-deep panel of its column block passes
+// the row's b_panel_bytes: equal chunks of whole KC blocks, fp32 C updated in place and 16-bit C
+// summed in one fp32 tile per MC block until the last chunk, the rows in groups whose tiles stay
+// within the same budget (K x NC counted in fp32 words whatever the operands). The scalar row's
+// 4 MiB with 65536 columns at KC 16 makes chunks of one KC block (K 40: three, the last a tail)
+// and, at MC 4, groups of 16 rows (M 21: two, at one thread), at 1 and 3 threads. On AVX-512
+// with BF16, bf16 pairs into 32768 columns at KC 128 take chunks of one KC block at the 24 MiB
+// budget (K 800: seven).
 TEST(Gemm, PackedMkChunksOfK) {
   const auto chunked = [](Isa isa, std::int64_t n, std::int64_t k) {
     return k * n * 4 > detail::blocking(isa).b_panel_bytes;
