@@ -222,14 +222,17 @@ std::int64_t& stream_c_min_bytes() {
 bool streams_c(std::int64_t c_bytes) {
   return c_bytes >= stream_c_min_bytes();
 }
-std::int64_t c_bytes(const Params& p) {
-  return p.m * p.n * static_cast<std::int64_t>(dtype_size(p.c_type));
+std::int64_t c_bytes(std::span<const Params> items) {
+  std::int64_t bytes = 0;
+  for (const Params& p : items)
+    bytes += p.m * p.n * static_cast<std::int64_t>(dtype_size(p.c_type));
+  return bytes;
 }
 
 }  // namespace detail
 
 void gemm(const Params& p) {
-  detail::gemm_in(p, 0.0, detail::c_bytes(p));
+  detail::gemm_in(p, 0.0, detail::c_bytes({&p, 1}));
 }
 
 void run(const Call& c) {
@@ -244,8 +247,7 @@ void run(const Call& c) {
     // One region per item, each with all threads.
     double seq_ns = 0;  // the items follow each other: worth waking the workers for all
     for (const Params& q : items) seq_ns += detail::rough_ns(q.b_type, q.m, q.n, q.k);
-    std::int64_t call_c = 0;
-    for (const Params& q : items) call_c += detail::c_bytes(q);
+    const std::int64_t call_c = detail::c_bytes(items);
     for (const Params& q : items) detail::gemm_in(q, seq_ns, call_c);
     return;
   }
@@ -276,13 +278,12 @@ void run_together(const Call* calls, std::size_t count, int threads) {
   for (const std::size_t items : bt.counts) {
     const int share = static_cast<int>(std::max<std::int64_t>(
         1, threads / static_cast<std::int64_t>(std::max<std::size_t>(1, items))));
-    std::int64_t call_c = 0;
-    for (std::size_t q = j; q < j + items; ++q) call_c += detail::c_bytes(bt.params[q]);
+    const bool stream = detail::streams_c(detail::c_bytes({bt.params.data() + j, items}));
     for (std::size_t e = j + items; j < e; ++j) {
       detail::check_params(bt.params[j], true);
       bt.problems.push_back(
           detail::problem_of(bt, bt.params[j], detail::resolve_with(bt.params[j], share)));
-      bt.problems.back().stream_c = detail::streams_c(call_c);
+      bt.problems.back().stream_c = stream;
     }
   }
   bool adaptive = true;  // no call fixed its thread count

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "attain/gemm.hpp"
@@ -34,6 +35,7 @@ int call_threads(const Call& c);  // the schedule's thread count, else Params::t
 std::int64_t& stream_c_min_bytes();
 // Whether a call whose items write `c_bytes` of C in all streams it.
 bool streams_c(std::int64_t c_bytes);
-std::int64_t c_bytes(const Params& p);  // M x N x C's element size
+// The C bytes the items write in all: M x N x C's element size, summed.
+std::int64_t c_bytes(std::span<const Params> items);
 
 }  // namespace attain::gemm::detail
