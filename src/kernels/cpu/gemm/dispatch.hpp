@@ -81,9 +81,8 @@ struct Blocking {
   // where the CPU has them, and stay off the direct path otherwise.
   int direct_min_m_conv = 0, direct_max_m_conv = 0;
   // ...and K >= direct_min_k on the fp32 route (a short K leaves the tile's write-back and the
-  // A^T packing region unamortized), K >= direct_min_k_pairs on bf16 pairs above their decode
-  // crossover (0: any K; at or below it, the decode window below decides).
-  int direct_min_k = 0, direct_min_k_pairs = 0;
+  // A^T packing region unamortized; bf16 pairs take any K).
+  int direct_min_k = 0;
   int direct_max_kc = 2048;
   std::int64_t direct_block_bytes = 512 * 1024;
   // The heuristic's swapped direct path (Schedule::swap) for M >= swap_min_m, where the packed

@@ -3,8 +3,7 @@
 // block of B in L2 beat an L1-sized micro-panel. The decode path up to M 32 (fp32, bf16 and fp8
 // pairs) and M 64 (16/8-bit W, whose conversion is free in the decode kernel). The direct path
 // for fp32 M 12..160 with N, K >= 256 (M 8 stays on the decode path), bf16 pairs M 12..128 (two
-// accumulator sets make M 12 pay) with K >= 384 above M 32 (at K 128-256 the packed path ran
-// 1.0-1.9x faster there), converted W M 32..160; its threads split M (whole 64-row
+// accumulator sets make M 12 pay), converted W M 32..160; its threads split M (whole 64-row
 // panels) for N <= 512; with 128..255 columns, bf16 pairs at M 12..32 only from K 2048 (1.08-1.60x
 // the decode path there; at K 512-1024 the decode path runs up to 1.25x faster). The swapped
 // direct path from M 512 for N up to 256.
@@ -34,7 +33,6 @@ constinit const CpuRow zen5_avx512{
                .direct_min_m_conv = 32,
                .direct_max_m_conv = 160,
                .direct_min_k = 256,
-               .direct_min_k_pairs = 384,
                .direct_max_kc = 2048,
                .direct_block_bytes = 512 * kKiB,
                .swap_min_m = 512,

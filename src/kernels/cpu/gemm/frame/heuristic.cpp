@@ -128,10 +128,9 @@ bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, int max_m
                         2 * p.n >= b.direct_min_n && r.direct_m(p) &&
                         ((!conv && !words) || p.m > max_m || long_pairs);
   // K: on the fp32 route from direct_min_k; on bf16 pairs at or below their decode crossover
-  // outside the table's decode window, above it from direct_min_k_pairs (config/ says why).
-  const bool k_ok = !words        ? p.k >= b.direct_min_k
-                    : p.m > max_m ? p.k >= b.direct_min_k_pairs
-                                  : p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k;
+  // outside the table's decode window (config/ says why), any K above it.
+  const bool k_ok = words ? p.m > max_m || p.k < b.decode_pairs_min_k || p.k >= b.decode_pairs_max_k
+                          : p.k >= b.direct_min_k;
   const bool fp8_direct =
       fp8_pair && words && p.m >= (b.direct_min_m_fp8 > 0 ? b.direct_min_m_fp8 : max_m + 1);
   if (s.split_k > 1 || !direct_ok(p, f) || (fp8_pair && !fp8_direct) ||
@@ -151,9 +150,6 @@ bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, int max_m
             p.k, b.direct_min_k_k2);
     return true;
   }
-  if (r.direct_m(p) && words && p.m > max_m)
-    why.say("path=packed: K {} below the bf16 pairs route's direct minimum {} (M {} in its range)",
-            p.k, b.direct_min_k_pairs, p.m);
   return false;
 }
 
