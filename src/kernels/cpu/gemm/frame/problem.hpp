@@ -54,6 +54,7 @@ struct KeptA {
 // Per-thread workspaces (pool threads are persistent, so these live across calls).
 struct Workspace {
   Buffer b_pack, c_tile, tmp, out, a_conv, a_whole;
+  Buffer at;  // the direct path's A^T panels where a block packs its own (Problem::at_in_block)
   KeptA kept_a;
   Buffer a_pack[tile::kMaxStages];
 };
@@ -80,7 +81,7 @@ struct Problem {
   std::int64_t lda16 = 0;
   // The direct path: A^T in panels of the family's direct_panel rows P, all of K each (panel q
   // at at + q * P * K values, K / 2 words on bf16 pairs), packed before the blocks run (or by
-  // them: at_in_block below).
+  // them, each into its thread's Workspace::at: at_in_block below, `at` null).
   float* at = nullptr;
   // ...and its kernel (on bf16 pairs - `pairs` below, set for the direct path by direct_pairs -
   // the one for 32-bit words).

@@ -106,6 +106,12 @@ struct DirectBlock {
   std::int64_t m0, m1, n0, n1;
   std::int64_t KC, q0, q1;  // K block; the block's panels of A^T [q0, q1)
   std::int64_t kwords, ldw;
+  // Panel q of A^T at at + (q - at_q0) * P * kwords: the problem's (packed before the blocks), or
+  // where the block packs its own panels (at_in_block) the thread's, so that a region of many
+  // small products (fused items) packs each into the same cache-warm lines instead of into its
+  // own slice of a region-wide buffer.
+  float* at;
+  std::int64_t at_q0;
   bool conv, tiled;
   std::int64_t ldt;  // a converted tile's row stride
   float* wtile;
@@ -130,6 +136,8 @@ DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   d.KC = round_up(pr.s.kc, pr.k2 ? 2 : pr.scaled ? kFp8Block : kw);
   d.q0 = m0 / P, d.q1 = ceil_div(m1, P);
   d.kwords = p.k / kw, d.ldw = pr.ldb / kw;
+  d.at = pr.at_in_block ? workspace().at.get((d.q1 - d.q0) * P * d.kwords) : pr.at;
+  d.at_q0 = pr.at_in_block ? d.q0 : 0;
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
   // (a multiple of 4 KiB apart, every row's k-th line would share one set); fp8 pairs as bf16
   // words, with the tile's W scales after it.
@@ -170,7 +178,7 @@ void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std
     const std::int64_t i = q * P - d.row0, r = j - d.col0;  // corner in out
     void* c = static_cast<char*>(d.out) + (ct ? r * d.ldo + i : i * d.ldo + r) * ces;
     const float* at = pr.k2 ? pr.at + k0 / 2 * k2_width(pr)
-                            : pr.at + q * P * d.kwords + k0 / kw * at_width(pr, m);
+                            : d.at + (q - d.at_q0) * P * d.kwords + k0 / kw * at_width(pr, m);
     const DirectNext* nq = q + 1 == d.q1 ? next : nullptr;
     if (pr.scaled) {
       const DirectScales sc{panel_scales(pr, q * P) + k0 / kFp8Block * at_width(pr, m), d.wscale,
@@ -200,9 +208,9 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
     const std::int64_t kc = std::min(KC, p.k - k0);
     const float beta = k0 > 0 ? 1.0f : d.staged ? 0.0f : p.beta;
-    if (pr.at_in_block)  // this block's panels of A^T for this K block (panel q at q * P * K)
+    if (pr.at_in_block)  // this block's panels of A^T for this K block, into the thread's buffer
       for (std::int64_t q = d.q0; q < d.q1; ++q)
-        pack_at(pr, q * P, k0, k0 + kc, pr.at + q * P * d.kwords);
+        pack_at(pr, q * P, k0, k0 + kc, d.at + (q - d.at_q0) * P * d.kwords);
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
       // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
@@ -256,7 +264,8 @@ void bind(Problem& pr) {
 
 std::int64_t scratch_floats(const Problem& pr) {
   const Params& p = *pr.p;
-  const std::int64_t at = direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
+  const std::int64_t at =
+      pr.at_in_block ? 0 : direct_at_floats(p.m, p.k, pr.kw, pr.fam->direct_panel);
   return at + (pr.scaled ? direct_as_floats(pr) : 0);
 }
 
@@ -269,8 +278,8 @@ void prepare(Problem& pr, float* buf, int, std::vector<Pack>& packs) {
   for (std::int64_t q = 0; q < panels && !pr.at_in_block; ++q)
     for (std::int64_t k0 = 0; k0 < p.k; k0 += 512)
       packs.push_back({&pr, q * P, k0, std::min(p.k, k0 + 512), buf + q * P * kwords, 0, run_pack});
-  pr.at = buf;
-  if (pr.scaled) pr.as = buf + direct_at_floats(p.m, p.k, pr.kw, P);
+  pr.at = pr.at_in_block ? nullptr : buf;
+  if (pr.scaled) pr.as = pr.at_in_block ? buf : buf + direct_at_floats(p.m, p.k, pr.kw, P);
 }
 
 // The grid over C: panels of A^T by W tiles, each cell in pieces (piece_cols) where the region
