@@ -95,8 +95,8 @@ struct Problem {
   bool scaled = false;
   float* as = nullptr;
   // ...packed by the blocks themselves, each its own panels a KC block at a time, where the blocks
-  // split M into whole panels (threads_n 1): no block waits for the others' pieces, and none reads
-  // A^T another core wrote.
+  // split M into whole panels or a product is one block (threads_n 1; the k-pairs panel too): no
+  // block waits for the others' pieces, and none reads A^T another core wrote.
   bool at_in_block = false;
   // The packed path multiplies bf16 A and B as bf16 pairs (the family's ukernel_bf16 on a CPU
   // with AVX512-BF16): panels of 32-bit words, two bf16 of consecutive k each, so every K

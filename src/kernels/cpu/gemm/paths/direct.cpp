@@ -136,7 +136,8 @@ DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   d.KC = round_up(pr.s.kc, pr.k2 ? 2 : pr.scaled ? kFp8Block : kw);
   d.q0 = m0 / P, d.q1 = ceil_div(m1, P);
   d.kwords = p.k / kw, d.ldw = pr.ldb / kw;
-  d.at = pr.at_in_block ? workspace().at.get((d.q1 - d.q0) * P * d.kwords) : pr.at;
+  const std::int64_t own = pr.k2 ? k2_width(pr) * ceil_div(p.k, 2) : (d.q1 - d.q0) * P * d.kwords;
+  d.at = pr.at_in_block ? workspace().at.get(own) : pr.at;
   d.at_q0 = pr.at_in_block ? d.q0 : 0;
   // W not fp32 (and not bf16 pairs): each tile converted into L1 scratch, rows kc + 16 apart
   // (a multiple of 4 KiB apart, every row's k-th line would share one set); fp8 pairs as bf16
@@ -177,7 +178,7 @@ void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std
     const int m = at_rows(pr, q * P);
     const std::int64_t i = q * P - d.row0, r = j - d.col0;  // corner in out
     void* c = static_cast<char*>(d.out) + (ct ? r * d.ldo + i : i * d.ldo + r) * ces;
-    const float* at = pr.k2 ? pr.at + k0 / 2 * k2_width(pr)
+    const float* at = pr.k2 ? d.at + k0 / 2 * k2_width(pr)
                             : d.at + (q - d.at_q0) * P * d.kwords + k0 / kw * at_width(pr, m);
     const DirectNext* nq = q + 1 == d.q1 ? next : nullptr;
     if (pr.scaled) {
@@ -258,8 +259,9 @@ void bind(Problem& pr) {
   pr.direct = pr.pairs ? pr.fam->direct_bf16 : pr.fam->direct;
   pr.k2 = direct_on_k_pairs(p, *pr.fam);
   if (pr.k2) pr.direct = pr.fam->direct_k2;
-  // Where the threads split M (one block a cell), each block packs its own A^T panels.
-  pr.at_in_block = pr.s.threads_n == 1 && !pr.k2;
+  // Where a block of C spans all of N (threads_n 1: the threads split M, or one block makes the
+  // product), each block packs its own A^T panels, the k-pairs panel too.
+  pr.at_in_block = pr.s.threads_n == 1;
 }
 
 std::int64_t scratch_floats(const Problem& pr) {
