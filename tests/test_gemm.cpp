@@ -676,6 +676,9 @@ TEST(Gemm, SmallJobOnASleepingPoolRunsAloneThenWakesIt) {
   run(1, 4, 64);  // ~0.1 us: one thread whatever the pool does
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(pool.sleeping(), pool.workers());
+  run(8, 8, 4096);  // ~10 us: two threads were they awake, but less than waking them costs
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(pool.sleeping(), pool.workers());
   run(8, 128, 1024);  // ~40 us by the rough estimate: worth two threads, not a wake-up
   for (int i = 0; i < 500 && pool.sleeping() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -56,6 +56,11 @@ inline void spin_pause() {
 // 50-150 us on a VM (a futex wake, and a worker put to sleep by an LLC flush); a spinning worker
 // joins in about a microsecond.
 constexpr double kMinParallelNsSleeping = 300e3, kMinParallelNsSpinning = 4e3;
+// ...and a job that ran alone because the workers slept wakes them after it only from this
+// single-thread time: the wake itself costs the caller 5-12 us, and 36-50 us once an LLC's worth of
+// other data has evicted the kernel's (cold 8 x 8 x 4096 fp32, 10 us of work, ran 98 us at 2
+// threads against 40 at one).
+constexpr double kMinWakeNs = 30e3;
 
 // The threads of a region: `work_ns` >= 0: the thread count was not fixed by the schedule, so a
 // job (or a sequence of jobs of this total rough time) too small to pay for waking the workers
@@ -189,10 +194,11 @@ void execute_problems(Batch& bt, int threads, double seq_ns) {
     if (pr.slices > 1 && reads_operands(*pr.p)) finish_split(pr);
   // Ran alone because the workers slept: wake them now, after the work, so that the jobs that
   // follow find them waiting. Otherwise a run of small jobs after a pause (or after a benchmark
-  // rested the pool) stayed on one thread to its end, each job finding the workers asleep.
-  // (Alone while worth two threads: the workers slept when region_threads looked; wake()
-  // checks again.)
-  if (threads < wanted && work_ns >= kMinParallelNsSpinning) ThreadPool::instance().wake();
+  // rested the pool) stayed on one thread to its end, each job finding the workers asleep. A job
+  // (or sequence) under kMinWakeNs leaves them asleep: the wake would cost it more than the
+  // second thread saves it. (Alone while worth two threads: the workers slept when
+  // region_threads looked; wake() checks again.)
+  if (threads < wanted && work_ns >= kMinWakeNs) ThreadPool::instance().wake();
 }
 
 // One call in one region; `seq_ns`: as execute_problems (the rough time of the sequence of
