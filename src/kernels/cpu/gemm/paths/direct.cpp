@@ -112,6 +112,8 @@ struct DirectBlock {
   // own slice of a region-wide buffer.
   float* at;
   std::int64_t at_q0;
+  // Panel q's A^T (K from 0; P the family's direct_panel).
+  float* panel(std::int64_t q, int P) const { return at + (q - at_q0) * P * kwords; }
   bool conv, tiled;
   std::int64_t ldt;  // a converted tile's row stride
   float* wtile;
@@ -178,8 +180,8 @@ void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std
     const int m = at_rows(pr, q * P);
     const std::int64_t i = q * P - d.row0, r = j - d.col0;  // corner in out
     void* c = static_cast<char*>(d.out) + (ct ? r * d.ldo + i : i * d.ldo + r) * ces;
-    const float* at = pr.k2 ? d.at + k0 / 2 * k2_width(pr)
-                            : d.at + (q - d.at_q0) * P * d.kwords + k0 / kw * at_width(pr, m);
+    const float* at =
+        pr.k2 ? d.at + k0 / 2 * k2_width(pr) : d.panel(q, P) + k0 / kw * at_width(pr, m);
     const DirectNext* nq = q + 1 == d.q1 ? next : nullptr;
     if (pr.scaled) {
       const DirectScales sc{panel_scales(pr, q * P) + k0 / kFp8Block * at_width(pr, m), d.wscale,
@@ -210,8 +212,7 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
     const std::int64_t kc = std::min(KC, p.k - k0);
     const float beta = k0 > 0 ? 1.0f : d.staged ? 0.0f : p.beta;
     if (pr.at_in_block)  // this block's panels of A^T for this K block, into the thread's buffer
-      for (std::int64_t q = d.q0; q < d.q1; ++q)
-        pack_at(pr, q * P, k0, k0 + kc, d.at + (q - d.at_q0) * P * d.kwords);
+      for (std::int64_t q = d.q0; q < d.q1; ++q) pack_at(pr, q * P, k0, k0 + kc, d.panel(q, P));
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
       // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
