@@ -6,7 +6,9 @@
 // accumulator sets make M 12 pay), converted W M 32..160; its threads split M (whole 64-row
 // panels) for N <= 512; with 128..255 columns, bf16 pairs at M 12..32 only from K 2048 (1.08-1.60x
 // the decode path there; at K 512-1024 the decode path runs up to 1.25x faster). The swapped
-// direct path from M 512 for N up to 256.
+// direct path from M 192 for N up to 256 (1.05-1.5x the plain direct or packed path at M 192-384,
+// fp32 and bf16; fp32 at M 160, N 256, K 512 ran 0.8x), and from M 128 where K <= 512 and N <= M
+// (batched 128 x 128 x 128 x 128 bf16: 1.2x, the plain tile's transposed write of C).
 // The sweeps behind each number: docs/history/gemm.md and docs/history/code-comments.md.
 #include "kernels/cpu/gemm/config/config.hpp"
 
@@ -35,10 +37,12 @@ constinit const CpuRow zen5_avx512{
                .direct_min_k = 256,
                .direct_max_kc = 2048,
                .direct_block_bytes = 512 * kKiB,
-               .swap_min_m = 512,
+               .swap_min_m = 192,
                .direct_split_max_n = 512,
                .swap_max_n = 256,
-               .few_cols_pairs_min_k = 2048},
+               .few_cols_pairs_min_k = 2048,
+               .swap_short_min_m = 128,
+               .swap_short_max_k = 512},
 };
 
 }  // namespace attain::gemm::detail::config
