@@ -2309,7 +2309,7 @@ TEST(GemmDispatch, DirectPathRange) {
         }
   // Large products above the direct path's rows: swapped for N up to swap_large_max_n while W^T
   // (N x K) packs within 32 MiB, the packed path beyond either bound.
-  for (DType t : {DType::f32, DType::bf16, DType::fp8})
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::fp8})
     for (std::int64_t m : {1024, 1025, 2048, 4096})
       for (std::int64_t n : {512, 1024, 2048, 4096, 8192})
         for (std::int64_t k : {64, 128, 1024, 2048, 4096, 8192}) {
@@ -2322,8 +2322,13 @@ TEST(GemmDispatch, DirectPathRange) {
           EXPECT_EQ(s.swap, want) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
           if (b.swap_large_min_m > 0 && m >= b.swap_large_min_m && t != DType::fp8 &&
               n <= b.swap_large_max_n && n * k <= (t == DType::f32 ? 8 : 16) * (1 << 20) &&
-              (t == DType::f32 || k >= 128)) {
+              (t == DType::f32 || k >= b.swap_large_min_k_pairs) &&
+              (b.swap_large_max_k == 0 || k <= b.swap_large_max_k) &&
+              (b.swap_large_converts || !detail::direct_converts(p, detail::family(isa)))) {
             EXPECT_TRUE(s.swap) << dtype_name(t) << " m=" << m << " n=" << n << " k=" << k;
+          }
+          if (!b.swap_large_converts && t == DType::f16 && n > b.swap_max_n) {
+            EXPECT_FALSE(s.swap) << "f16 m=" << m << " n=" << n << " k=" << k;
           }
           // fp8 x fp8 up to its own last row on the direct path (Gemm.Fp8PairsDirectPath).
           const bool fp8_direct = t == DType::fp8 &&

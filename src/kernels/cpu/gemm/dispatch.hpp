@@ -115,8 +115,12 @@ struct Blocking {
   int swap_max_n_tall = 0;
   // ...and for N up to swap_large_max_n where M >= swap_large_min_m (above the direct path's
   // range, where the packed path would run; 0: never): A's rows broadcast in place against W^T
-  // packed 64 wide, as oneDNN's brgemm runs large products.
+  // packed 64 wide, as oneDNN's brgemm runs large products. bf16 pairs from K
+  // swap_large_min_k_pairs; K up to swap_large_max_k (0: any); where the swapped operands'
+  // kernel converts W (fp16), only with swap_large_converts.
   int swap_large_min_m = 0, swap_large_max_n = 0;
+  int swap_large_min_k_pairs = 0, swap_large_max_k = 0;
+  bool swap_large_converts = true;
   // ...and from swap_short_min_m rows (below swap_min_m) where K <= swap_short_max_k and N <= M:
   // with a short K the plain direct path's transposed tile writes outweigh its dots (0: never).
   int swap_short_min_m = 0, swap_short_max_k = 0;

@@ -45,6 +45,7 @@ constinit const CpuRow zen4_avx512{
                .swap_max_n_tall = 512,
                .swap_large_min_m = 1025,
                .swap_large_max_n = 4096,
+               .swap_large_min_k_pairs = 128,
                .swap_short_min_m = 128,
                .swap_short_max_k = 512,
                .direct_min_m_fp8 = 32,

@@ -8,7 +8,10 @@
 // the decode path there; at K 512-1024 the decode path runs up to 1.25x faster). The swapped
 // direct path from M 192 for N up to 256 (1.05-1.5x the plain direct or packed path at M 192-384,
 // fp32 and bf16; fp32 at M 160, N 256, K 512 ran 0.8x), and from M 128 where K <= 512 and N <= M
-// (batched 128 x 128 x 128 x 128 bf16: 1.2x, the plain tile's transposed write of C).
+// (batched 128 x 128 x 128 x 128 bf16: 1.2x, the plain tile's transposed write of C); and, from
+// M 512, large products with K <= 128 for N up to 4096 (bf16 1.04-1.6x, fp32 1.05-1.5x the packed
+// path; at K 192-512 the packed path runs up to 1.5x faster), but not fp16 (batched 8 x 8192 x 2048
+// x 128: 0.72-0.85x).
 // The sweeps behind each number: docs/history/gemm.md and docs/history/code-comments.md.
 #include "kernels/cpu/gemm/config/config.hpp"
 
@@ -41,6 +44,10 @@ constinit const CpuRow zen5_avx512{
                .direct_split_max_n = 512,
                .swap_max_n = 256,
                .few_cols_pairs_min_k = 2048,
+               .swap_large_min_m = 512,
+               .swap_large_max_n = 4096,
+               .swap_large_max_k = 128,
+               .swap_large_converts = false,
                .swap_short_min_m = 128,
                .swap_short_max_k = 512},
 };

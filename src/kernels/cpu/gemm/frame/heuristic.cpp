@@ -161,12 +161,17 @@ bool direct_takes(const Params& p, const Ranges& r, const Schedule& s, int max_m
 // twice as many rows as columns. Large products, from swap_large_min_m (above the direct path's
 // rows) and N up to swap_large_max_n (4096 on Zen 4) while W^T stays within kDirectMaxAtBytes:
 // A's rows broadcast where they are stored against W^T packed 64 wide, K blocks of the direct
-// path's budget (oneDNN's brgemm structure) instead of packing both operands. Short K on bf16
-// pairs stays packed (K < 128).
+// path's budget (oneDNN's brgemm structure) instead of packing both operands: on Zen 4 for any K
+// but bf16 pairs' shortest (K < swap_large_min_k_pairs 128 stays packed), on Zen 5 only for a
+// short K (swap_large_max_k), where the packed kernel's C update outweighs its few k steps, and
+// not where the swapped kernel converts W (fp16: 0.72-0.93x there).
 bool swap_takes(const Params& p, const Ranges& r, const Schedule& s, Why& why) {
   const Blocking& b = r.b;
   const bool words = direct_pairs(p, r.f);
-  const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m && (!words || p.k >= 128);
+  const bool large = b.swap_large_min_m > 0 && p.m >= b.swap_large_min_m &&
+                     (!words || p.k >= b.swap_large_min_k_pairs) &&
+                     (b.swap_large_max_k == 0 || p.k <= b.swap_large_max_k) &&
+                     (b.swap_large_converts || !direct_converts(swapped(p), r.f));
   const bool tall = !large && b.swap_max_n_tall > 0 && p.m >= 2 * p.n;
   const int swap_n = large ? b.swap_large_max_n : tall ? b.swap_max_n_tall : b.swap_max_n;
   // A short K from swap_short_min_m rows (128 on Zen 4) where N <= M: the plain direct path
@@ -190,8 +195,10 @@ bool swap_takes(const Params& p, const Ranges& r, const Schedule& s, Why& why) {
           ? fmt::format("short K {} <= {} from M {}", p.k, b.swap_short_max_k, b.swap_short_min_m)
           : fmt::format("N {} below direct_min_n / 2", p.n),
       p.n,
-      large  ? fmt::format("{} (large products from M {})", swap_n, b.swap_large_min_m)
-      : tall ? fmt::format("{} (M >= 2 N)", swap_n)
+      large  ? fmt::format("{} (large products from M {}{})", swap_n, b.swap_large_min_m,
+                          b.swap_large_max_k > 0 ? fmt::format(", K <= {}", b.swap_large_max_k)
+                                                  : std::string())
+       : tall ? fmt::format("{} (M >= 2 N)", swap_n)
              : fmt::format("{}", swap_n));
   return true;
 }
