@@ -532,6 +532,44 @@ TEST(Gemm, DecodeKTilesBalanced) {
             !detail::decodes_bf16_pairs(p, f) && !detail::decodes_panel(p, f));
 }
 
+// Few W rows for the threads over a long K: the decode path splits K, not N, where a split of N
+// would have each thread read all of A for a few rows of W.
+TEST(GemmDispatch, DecodeFewColumnsSplitsK) {
+  Params p;
+  p.m = 8, p.n = 8, p.k = 4096, p.threads = 2;
+  p.schedule.path = Path::decode;  // (zen4 runs M 5-8 fp32 on the direct path's k pairs)
+  Schedule s = resolve(p);
+  EXPECT_EQ(s.split_k, 2);
+  EXPECT_EQ(s.threads_m * s.threads_n, 1);
+  p.n = 32;  // 16 W rows a thread: N split
+  s = resolve(p);
+  EXPECT_EQ(s.split_k, 1);
+  EXPECT_EQ(s.threads_n, 2);
+  p.n = 8, p.k = 512;  // short K
+  EXPECT_EQ(resolve(p).split_k, 1);
+  p.k = 4096, p.m = 1;  // one row of A: nothing to share
+  EXPECT_EQ(resolve(p).split_k, 1);
+  p.m = 8;
+  p.threads = 1;
+  EXPECT_EQ(resolve(p).split_k, 1);
+  p.threads = 2, p.schedule.split_k = 1;  // a split given is kept
+  s = resolve(p);
+  EXPECT_EQ(s.split_k, 1);
+  EXPECT_EQ(s.threads_n, 2);
+  // The split default against the reference, K in slices of whole 128-value blocks and not.
+  for (Isa isa : isas())
+    for (DType t : {DType::f32, DType::bf16})
+      for (std::int64_t m : {1, 8, 32})
+        for (std::int64_t k : {1024, 1553}) {
+          Case c{};
+          c.isa = isa;
+          c.path = Path::decode;
+          c.at = c.bt = t;
+          c.m = m, c.n = 13, c.k = k, c.threads = 2;
+          run_case(c);
+        }
+}
+
 TEST(Gemm, DirectKcPastKResolvesToK) {
   // A direct-path KC past K resolves to K's (rounded to 16 values; fp8 pairs: 128): one block of
   // all of K either way, so the tuner sees one schedule; a KC within K stays.
