@@ -35,6 +35,9 @@ struct Fp32Route {
   static constexpr bool kNextChunk = T == DType::f32;
   static constexpr std::int64_t kFarBytes = kDecodeFarBytes,
                                 kFarMaxRow = T == DType::f32 ? kDecodeFarBytes : 0;
+  static const char* a_row(const DecodeArgs& g, int i) {
+    return reinterpret_cast<const char*>(g.a + i * g.lda);
+  }
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const float* src = g.a + i * g.lda + p;

@@ -24,6 +24,9 @@ struct Fp32Route : Avx512Panel {
   // 16-bit W: also the line 16 KiB on into L2 (kDecodeFarBytes); fp32 W: not (it gains on some
   // shapes and loses on others).
   static constexpr std::int64_t kFarBytes = T == DType::f32 ? 0 : kDecodeFarBytes;
+  static const char* a_row(const DecodeArgs& g, int i) {
+    return reinterpret_cast<const char*>(g.a + i * g.lda);
+  }
   static void pack(const DecodeArgs& g, int i, std::int64_t s, float* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask16 live =

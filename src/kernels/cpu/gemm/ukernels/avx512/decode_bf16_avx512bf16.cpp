@@ -35,6 +35,9 @@ struct Bf16Pairs : Avx512Panel {
   static constexpr std::int64_t kStep = 32, kBytes = 2, kAhead = 1024;
   static constexpr bool kWide = false;
   static constexpr std::int64_t kFarBytes = kDecodeFarBytes;
+  static const char* a_row(const DecodeArgs& g, int i) {
+    return reinterpret_cast<const char*>(g.a16 + i * g.lda16);
+  }
   static void pack(const DecodeArgs& g, int i, std::int64_t s, std::uint16_t* dst) {
     const std::int64_t p = s * kStep, left = g.k - p;
     const __mmask32 live = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1);
