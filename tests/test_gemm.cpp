@@ -575,6 +575,30 @@ TEST(Gemm, DecodeSplitKDefault) {
         }
 }
 
+// The direct path's KC is that of a block's rows: where the grid splits M, each block packs
+// and reads only its own panels of A^T, so a block of 128 rows of a 256-row product takes the
+// KC of a 128-row product, not of all 256 rows.
+TEST(GemmDispatch, DirectKcFromTheBlocksRows) {
+  for (Isa isa : isas()) {
+    auto kc = [&](std::int64_t m, int tm, int tn) {
+      Params p;
+      p.m = m, p.n = 64, p.k = 8192, p.trans_b = Trans::T, p.threads = tm * tn;
+      p.schedule.path = Path::direct;
+      p.schedule.isa = isa;
+      p.schedule.threads_m = tm, p.schedule.threads_n = tn;
+      return resolve(p).kc;
+    };
+    const int panel = detail::family(isa).direct_panel;
+    EXPECT_EQ(kc(4 * panel, 2, 1), kc(2 * panel, 1, 1)) << isa_name(isa);
+    EXPECT_EQ(kc(4 * panel, 1, 2), kc(4 * panel, 1, 1)) << isa_name(isa);
+    // Where the table's budget binds for all of M, the blocks' KC is the longer.
+    const auto& b = detail::blocking(isa);
+    if (b.direct_block_bytes / (4 * 4 * panel) < std::min<std::int64_t>(b.direct_max_kc, 4096)) {
+      EXPECT_GT(kc(4 * panel, 2, 1), kc(4 * panel, 1, 2)) << isa_name(isa);
+    }
+  }
+}
+
 TEST(Gemm, DirectKcPastKResolvesToK) {
   // A direct-path KC past K resolves to K's (rounded to 16 values; fp8 pairs: 128): one block of
   // all of K either way, so the tuner sees one schedule; a KC within K stays.
@@ -1171,15 +1195,15 @@ TEST(Gemm, InterleaveMatchesScalar) {
         }
 }
 
-// The vector 16-bit write-back of C against the scalar one (fma(beta, c, alpha * sum), then
-// f32_to_bf16 / f32_to_f16) bit for bit: ties to even, values rounding up to Inf, Inf, NaNs
-// (quiet and signaling, both signs), fp16 subnormals and overflow, fp32 denormals, -0, beta 0
-// (C not read) and not, a tail of 5.
-TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
-  std::vector<std::pair<const char*, detail::Round16>> routines;
+// The vector write-back of C's rows against the scalar one (fma(beta, c, alpha * sum), then for
+// 16-bit C f32_to_bf16 / f32_to_f16) bit for bit: ties to even, values rounding up to Inf, Inf,
+// NaNs (quiet and signaling, both signs), fp16 subnormals and overflow, fp32 denormals, -0, beta
+// 0 (C not read) and not, a tail of 5.
+TEST(Gemm, WriteRowMatchesTheScalarWriteBack) {
+  std::vector<std::pair<const char*, detail::WriteRow>> routines;
   if (isa_supported(Isa::avx512))
-    routines.emplace_back("avx512", detail::family(Isa::avx512).round16);
-  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::family(Isa::avx2).round16);
+    routines.emplace_back("avx512", detail::family(Isa::avx512).write_row);
+  if (isa_supported(Isa::avx2)) routines.emplace_back("avx2", detail::family(Isa::avx2).write_row);
   if (routines.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 here";
   std::vector<std::uint32_t> bits = {
       0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x7f800000u,
@@ -1194,7 +1218,7 @@ TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
   const std::int64_t n = static_cast<std::int64_t>(bits.size());
   std::vector<float> src(bits.size());
   for (std::size_t i = 0; i < bits.size(); ++i) src[i] = std::bit_cast<float>(bits[i]);
-  for (const auto& [isa, round16] : routines)
+  for (const auto& [isa, write_row] : routines)
     for (DType t : {DType::bf16, DType::f16})
       for (float alpha : {1.0f, -0.75f})
         for (float beta : {0.0f, 1.0f, 0.5f}) {
@@ -1203,7 +1227,7 @@ TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
           if (t == DType::f16)  // no NaN in the old C (its payload is not what is checked)
             for (auto& x : c) x &= 0xbfff;
           ref = c;
-          round16(t, src.data(), n, alpha, beta, c.data());
+          write_row(t, src.data(), n, alpha, beta, c.data());
           for (std::int64_t j = 0; j < n; ++j) {
             const float ab = alpha * src[j];
             const float old = t == DType::bf16 ? bf16_to_f32(ref[j]) : f16_to_f32(ref[j]);
@@ -1213,6 +1237,23 @@ TEST(Gemm, Bf16Fp16WriteBackMatchesDtypeHpp) {
                                     << beta << " j " << j << " bits " << std::hex << bits[j];
           }
         }
+  // fp32 C: fma(beta, c, alpha * sum), C not read where beta is 0 (NaN in it is overwritten).
+  for (const auto& [isa, write_row] : routines)
+    for (float alpha : {1.0f, -0.75f})
+      for (float beta : {0.0f, 1.0f, 0.5f}) {
+        std::vector<float> c(bits.size());
+        for (std::size_t i = 0; i < c.size(); ++i)
+          c[i] = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                              : std::bit_cast<float>(static_cast<std::uint32_t>(g()) & 0xbfffffffu);
+        const std::vector<float> old = c;
+        write_row(DType::f32, src.data(), n, alpha, beta, c.data());
+        for (std::int64_t j = 0; j < n; ++j) {
+          const float ab = alpha * src[j];
+          const float want = beta != 0.0f ? std::fma(beta, old[j], ab) : ab;
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(c[j]), std::bit_cast<std::uint32_t>(want))
+              << isa << " fp32 alpha " << alpha << " beta " << beta << " j " << j;
+        }
+      }
 }
 
 // The packed path's one-K-block products with 16-bit C: the micro-kernel rounds its sums into C
@@ -1561,7 +1602,7 @@ TEST(Gemm, DeepKBlocksDefaultSchedule) {
 }
 
 // The direct path's 16-bit C with K in one block is rounded by the kernel itself, to the bits
-// write_back's round16 gives: on the swapped operands from its registers (whole rows of C) or
+// write_back's write_row gives: on the swapped operands from its registers (whole rows of C) or
 // its tile (the narrow last panel: C's last 36 columns); on the plain ones (AVX-512) from its
 // registers transposed, rows of C of six columns (four in the last W tile) and the narrow last
 // panel's 11 rows. Against the same product into fp32 C (exact integer sums) rounded here by
@@ -2082,9 +2123,12 @@ TEST(Gemm, SwappedDirectPath) {
                                   {600, 128, 128, 0},
                                   {129, 100, 64, 48},
                                   {37, 200, 90, 0},
-                                  // W's rows split among the threads (direct_split_m)
+                                  // W's rows split among the threads (direct_split_m); with
+                                  // K blocks, fp32 C through each block's tile (shares_rows)
                                   {300, 128, 200, 0},
-                                  {200, 192, 150, 32}},
+                                  {200, 192, 150, 32},
+                                  {260, 128, 300, 96},
+                                  {140, 128, 90, 32}},
                                  {{DType::f32, DType::f32, DType::f32},
                                   {DType::f32, DType::f32, DType::bf16},
                                   {DType::bf16, DType::bf16, DType::f32},

@@ -25,9 +25,9 @@ struct KernelFamily {
   // but k counts pairs and the panels hold 32-bit words (two bf16 of consecutive k); nullptr:
   // none for this family. Used only where the CPU has AVX512-BF16.
   UKernel ukernel_bf16 = nullptr;
-  // 16-bit rows of C from fp32 sums (nullptr: the scalar write-back).
-  Round16 round16 = nullptr;
-  // ukernel and ukernel_bf16 write 16-bit C themselves where UkAux::c16 is set (as round16).
+  // Rows of C (fp32 or 16-bit) from fp32 sums (nullptr: the scalar write-back).
+  WriteRow write_row = nullptr;
+  // ukernel and ukernel_bf16 write 16-bit C themselves where UkAux::c16 is set (as write_row).
   bool ukernel_writes16 = false;
   // fp8 A and W on the decode path as bf16 pairs (nullptr: none); see decodes_fp8_pairs().
   Decode decode_fp8_pairs = nullptr;

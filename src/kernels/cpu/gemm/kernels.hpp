@@ -27,7 +27,7 @@ struct UkAux {
   const float* row_scale = nullptr;
   // 16-bit C written by the kernel itself (KernelFamily::ukernel_writes16; nullptr: C is the
   // fp32 `c`): C(i, j) at c16[i * rs_c + j] = round(alpha * sum + beta * C(i, j)), rounded as
-  // the family's round16 rounds a row (bf16 where c16_bf, else fp16); cs_c is 1. The packed
+  // the family's write_row rounds a row (bf16 where c16_bf, else fp16); cs_c is 1. The packed
   // path's one-K-block products take it: no fp32 tile of C to write, read back and round.
   std::uint16_t* c16 = nullptr;
   bool c16_bf = false;
@@ -49,13 +49,14 @@ using Convert = void (*)(const void* src, DType t, std::int64_t n, float scale, 
                          float* dst);
 
 // dst[p*R + r] = src[r*ld + p] for r < rows, p < k; rows r in [rows, R) are zero.
-// A row of 16-bit C (t: bf16 or f16): dst[j] = round(alpha * src[j] + beta * dst[j]) for
-// j < n, with the C update and rounding of the scalar write-back (fma(beta, c, alpha * src),
-// then dtype.hpp's f32_to_bf16 / f32_to_f16, bit for bit; beta == 0: dst is not read).
-using Round16 = void (*)(DType t, const float* src, std::int64_t n, float alpha, float beta,
-                         std::uint16_t* dst);
-void round16_avx512(DType, const float*, std::int64_t, float, float, std::uint16_t*);
-void round16_avx2(DType, const float*, std::int64_t, float, float, std::uint16_t*);
+// A row of C of dtype t (f32, bf16 or f16) from fp32 sums: dst[j] = alpha * src[j] + beta *
+// dst[j] for j < n, with the C update and rounding of the scalar write-back (fma(beta, c,
+// alpha * src), then for 16-bit C dtype.hpp's f32_to_bf16 / f32_to_f16, bit for bit; beta == 0:
+// dst is not read).
+using WriteRow = void (*)(DType t, const float* src, std::int64_t n, float alpha, float beta,
+                          void* dst);
+void write_row_avx512(DType, const float*, std::int64_t, float, float, void*);
+void write_row_avx2(DType, const float*, std::int64_t, float, float, void*);
 
 using Interleave = void (*)(const float* src, std::int64_t ld, int rows, std::int64_t k, int R,
                             float* dst);
@@ -145,7 +146,7 @@ struct DirectNext {
 //   C(i, r) = alpha * sum_{p < k} at[p * P + i] * w[r * ldw + p] + beta * C(i, r)
 // (beta == 0: C is not read). C is stored as c_type: fp32, or bf16 / fp16, whose elements are
 // rounded once from the fp32 value alpha * sum + beta * C(i, r) (fma(beta, C, alpha * sum)) as
-// write_back and the round16 kernels round them - so a product whose K is one block needs no
+// write_back and the write_row kernels round them - so a product whose K is one block needs no
 // fp32 tile of C (ldc counts elements). next: the W tile computed next, fetched into L1 while
 // this one computes, a line of each of its R rows per 16 k steps as far as next->bytes (nullptr:
 // none). Its rows may be of another dtype than w (the tiles the framework converts into scratch).

@@ -286,15 +286,20 @@ void choose_grid(const Params& p, const KernelFamily& f, std::int64_t nc, int th
   }
 }
 
-// KC of the direct path: the largest that keeps the A^T block (M x KC) within the table's
-// direct_block_bytes, at most direct_max_kc, K cut into equal blocks.
+// KC of the direct path: the largest that keeps a block's A^T (its rows of M x KC) within the
+// table's direct_block_bytes, at most direct_max_kc, K cut into equal blocks. A block's rows are
+// M over the grid's threads_m: where the threads split M each reads only its own panels, so the
+// block fits twice the K of all of M (fp32 512 x 256 x 7168 swapped, 2 threads: KC 1024 against
+// 512 ran 1.08-1.10x, Zen 5 guest).
 int direct_kc(const Params& p, const KernelFamily& f, const Blocking& b, const Schedule& s) {
   const bool words = direct_pairs(p, f), conv = direct_converts(p, f);
   // KC in whole 16-value steps; fp8 pairs: whole scale blocks.
   const std::int64_t unit = direct_fp8_pairs(p, f) ? kFp8Block : 16;
   std::int64_t kc = s.kc;
   if (kc == 0) {
-    const std::int64_t rows = round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
+    const std::int64_t rows =
+        round_up(ceil_div(std::max<std::int64_t>(p.m, 1), std::max(1, s.threads_m)),
+                 s.threads_m > 1 ? f.direct_panel : f.direct_lanes);
     const std::int64_t bytes = words ? 2 : 4;  // per A value
     // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that make
     // one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's rows
@@ -320,8 +325,7 @@ void resolve_blocks(const Params& p, const KernelFamily& f, const Blocking& b, S
   const bool f32_ops = s.path == Path::packed && p.a_type == DType::f32 && p.b_type == DType::f32;
   if (s.mc == 0) s.mc = f32_ops && b.mc_f32 > 0 ? b.mc_f32 : b.mc;
   s.mc = static_cast<int>(round_up(s.mc, f.mr));
-  if (s.path == Path::direct) s.kc = direct_kc(p, f, b, s);
-  if (s.kc == 0) s.kc = f32_ops && b.kc_f32 > 0 ? b.kc_f32 : b.kc;
+  if (s.kc == 0 && s.path != Path::direct) s.kc = f32_ops && b.kc_f32 > 0 ? b.kc_f32 : b.kc;
   // mk's column block where B's panel of all of K stays within the budget (the order's choice
   // below); the row's nc where it has one, B then packed a chunk of K at a time (run_mk).
   const std::int64_t budget_nc = [&] {
@@ -437,6 +441,7 @@ Schedule resolve_explained(const Params& p, int blocks, Why& why) {
   resolve_blocks(p, f, b, s);
   resolve_k_tile(p, f, s);
   resolve_grid(p, f, b, blocks, auto_split, s);
+  if (s.path == Path::direct) s.kc = direct_kc(p, f, b, s);  // from the grid's rows a block
   return s;
 }
 

@@ -176,10 +176,11 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
 void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
                 std::int64_t cols, const float* src, std::int64_t lds) {
   const Params& p = *pr.p;
-  if ((p.c_type == DType::bf16 || p.c_type == DType::f16) && pr.fam->round16 != nullptr) {
+  if (pr.fam->write_row != nullptr) {
+    const auto es = static_cast<std::int64_t>(dtype_size(p.c_type));
     for (std::int64_t i = 0; i < rows; ++i)
-      pr.fam->round16(p.c_type, src + i * lds, cols, p.alpha, p.beta,
-                      static_cast<std::uint16_t*>(p.c) + (i0 + i) * pr.ldc + j0);
+      pr.fam->write_row(p.c_type, src + i * lds, cols, p.alpha, p.beta,
+                        static_cast<char*>(p.c) + ((i0 + i) * pr.ldc + j0) * es);
     return;
   }
   for (std::int64_t i = 0; i < rows; ++i)

@@ -150,13 +150,19 @@ DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   d.wtile = d.tiled ? workspace().tmp.get(R * d.ldt + scales) : nullptr;
   d.wscale = pr.scaled ? d.wtile + R * d.ldt : nullptr;
   // 16-bit C. With K in one block the kernel rounds each sum into C itself where it writes C's rows
-  // from registers: with pr.ct (round16 from an fp32 tile costs a tenth of a short-K bf16 product),
-  // and without it on the families whose kernel transposes its sums in registers
+  // from registers: with pr.ct (write_row from an fp32 tile costs a tenth of a short-K bf16
+  // product), and without it on the families whose kernel transposes its sums in registers
   // (direct_writes_rows). Otherwise an fp32 tile of the block (with pr.ct its rows are the caller's
   // rows [n0, n1)), rounded once at the end: a scalar write of C^T to 16 bits is slower, and
   // rounding the tile in strips as they are done gains nothing over the whole tile.
+  // fp32 C through the tile too where the threads split W's rows on the swapped operands (C's
+  // columns) and K takes more than one block: in place, every K block would update each thread's
+  // part of every row of C, and with few columns a thread their lines sit side by side, each
+  // core's prefetches pulling in the other's (2 threads, Zen 5 guest, through the tile against
+  // in place: fp32 512 x 256 x 7168, 128 columns a thread, 1.05x; 512 x 128 x 2880 1.03x).
   const bool to16 = p.c_type != DType::f32, ct = pr.ct;
-  d.staged = to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= d.KC);
+  const bool shares_rows = ct && pr.s.threads_m > 1 && p.k > d.KC;
+  d.staged = (to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= d.KC)) || shares_rows;
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
   d.out = d.staged ? workspace().c_tile.get(mb * nb) : p.c;
   d.out_type = d.staged ? DType::f32 : p.c_type;

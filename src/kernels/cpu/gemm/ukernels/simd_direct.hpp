@@ -33,7 +33,7 @@ inline void direct_write(const float* t, int tld, int ts, int rows, int m, float
     auto* c = static_cast<std::uint16_t*>(cv);
     for (int r = 0; r < rows; ++r) {
       int i = 0;
-      if (ct && ts == 1) {  // a row of C: whole vectors as round16 rounds them
+      if (ct && ts == 1) {  // a row of C: whole vectors as write_row rounds them
         const typename S::V va = S::set1(alpha), vb = S::set1(beta);
         for (; i + S::kLanes <= m; i += S::kLanes) {
           std::uint16_t* d = c + r * ldc + i;

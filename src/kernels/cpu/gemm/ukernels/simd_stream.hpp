@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "attain/dtype.hpp"
 #include "attain/tile.hpp"
 #include "kernels/cpu/gemm/kernels.hpp"
 
@@ -577,6 +578,40 @@ struct Stream {
         return decode_typed<DType::fp8>(g);
       default:
         return;
+    }
+  }
+
+  // A row of C from fp32 sums (WriteRow, kernels.hpp): C = fma(beta, C, alpha * sum), 16-bit C
+  // rounded as dtype.hpp rounds; beta == 0: C is not read.
+  static void write_row(DType t, const float* src, std::int64_t n, float alpha, float beta,
+                        void* out) {
+    const V va = S::set1(alpha), vb = S::set1(beta);
+    std::int64_t j = 0;
+    if (t == DType::f32) {
+      auto* dst = static_cast<float*>(out);
+      for (; j + L <= n; j += L) {
+        V v = S::mul(va, S::load(src + j));
+        if (beta != 0.0f) v = S::fma(vb, S::load(dst + j), v);
+        S::store(dst + j, v);
+      }
+      for (; j < n; ++j) {
+        const float ab = alpha * src[j];
+        dst[j] = beta != 0.0f ? S::fma1(beta, dst[j], ab) : ab;
+      }
+      return;
+    }
+    auto* dst = static_cast<std::uint16_t*>(out);
+    const bool bf = t == DType::bf16;
+    for (; j + L <= n; j += L) {
+      V v = S::mul(va, S::load(src + j));
+      if (beta != 0.0f) v = S::fma(vb, S::load16(bf, dst + j), v);
+      S::store16(bf, dst + j, v);
+    }
+    for (; j < n; ++j) {
+      const float ab = alpha * src[j];
+      const float c = bf ? bf16_to_f32(dst[j]) : f16_to_f32(dst[j]);
+      const float w = beta != 0.0f ? S::fma1(beta, c, ab) : ab;
+      dst[j] = bf ? f32_to_bf16(w) : f32_to_f16(w);
     }
   }
 };

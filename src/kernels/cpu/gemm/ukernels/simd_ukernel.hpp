@@ -103,7 +103,7 @@ inline __attribute__((always_inline)) void simd_ukernel(std::int64_t k, const fl
   const V vb = S::bcast(beta);
   const float* row_scale = aux != nullptr ? aux->row_scale : nullptr;
   if constexpr (kRounds16) {
-    if (c16 != nullptr) {  // round16's operations, vector by vector
+    if (c16 != nullptr) {  // write_row's operations, vector by vector
       const bool bf = aux->c16_bf;
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {

@@ -12,22 +12,8 @@ void convert_avx2(const void* src, DType t, std::int64_t n, float scale, const f
   Stream<Avx2Load>::convert(src, t, n, scale, e4m3, dst);
 }
 
-void round16_avx2(DType t, const float* src, std::int64_t n, float alpha, float beta,
-                  std::uint16_t* dst) {
-  const bool bf = t == DType::bf16;
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  std::int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    __m256 v = _mm256_mul_ps(va, _mm256_loadu_ps(src + j));
-    if (beta != 0.0f) v = _mm256_fmadd_ps(vb, Avx2::load16(bf, dst + j), v);
-    Avx2::store16(bf, dst + j, v);
-  }
-  for (; j < n; ++j) {
-    const float ab = alpha * src[j];
-    const float c = bf ? bf16_to_f32(dst[j]) : f16_to_f32(dst[j]);
-    const float w = beta != 0.0f ? std::fma(beta, c, ab) : ab;
-    dst[j] = bf ? f32_to_bf16(w) : f32_to_f16(w);
-  }
+void write_row_avx2(DType t, const float* src, std::int64_t n, float alpha, float beta, void* out) {
+  Stream<Avx2Load>::write_row(t, src, n, alpha, beta, out);
 }
 
 namespace {

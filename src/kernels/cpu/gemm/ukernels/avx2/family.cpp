@@ -15,7 +15,7 @@ constinit const KernelFamily avx2_family{
     .interleave = interleave_avx2,
     .decode = decode_avx2,
     .decode_lanes = 8,
-    .round16 = round16_avx2,
+    .write_row = write_row_avx2,
     .ukernel_writes16 = true,
     .direct = sgemm_direct_avx2_6x16,
     .direct_rows = 6,

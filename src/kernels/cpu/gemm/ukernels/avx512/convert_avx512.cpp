@@ -1,5 +1,5 @@
 // Packing helpers, AVX-512: dtype conversion of contiguous runs (16 values per step), the
-// 16-bit C write-back, and the interleave of panels of 16 rows and more by 16x16 transposes.
+// write-back of C rows, and the interleave of panels of 16 rows and more by 16x16 transposes.
 #include <cmath>
 
 #include "attain/dtype.hpp"
@@ -13,22 +13,9 @@ void convert_avx512(const void* src, DType t, std::int64_t n, float scale, const
   Stream<Avx512Load>::convert(src, t, n, scale, e4m3, dst);
 }
 
-void round16_avx512(DType t, const float* src, std::int64_t n, float alpha, float beta,
-                    std::uint16_t* dst) {
-  const bool bf = t == DType::bf16;
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  std::int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(src + j));
-    if (beta != 0.0f) v = _mm512_fmadd_ps(vb, Avx512::load16(bf, dst + j), v);
-    Avx512::store16(bf, dst + j, v);
-  }
-  for (; j < n; ++j) {
-    const float ab = alpha * src[j];
-    const float c = bf ? bf16_to_f32(dst[j]) : f16_to_f32(dst[j]);
-    const float v = beta != 0.0f ? std::fma(beta, c, ab) : ab;
-    dst[j] = bf ? f32_to_bf16(v) : f32_to_f16(v);
-  }
+void write_row_avx512(DType t, const float* src, std::int64_t n, float alpha, float beta,
+                      void* out) {
+  Stream<Avx512Load>::write_row(t, src, n, alpha, beta, out);
 }
 
 // GCC 12 reports the _mm512_undefined_*() inside its own intrinsics as uninitialized (as in

@@ -18,7 +18,7 @@ constinit const KernelFamily avx512_family{
     .decode = decode_avx512,
     .decode_lanes = 16,
     .ukernel_bf16 = bgemm_avx512bf16_12x32,
-    .round16 = round16_avx512,
+    .write_row = write_row_avx512,
     .ukernel_writes16 = true,
     .decode_fp8_pairs = decode_fp8_pairs_avx512vbmi,
     .decode_bf16_pairs = decode_bf16_pairs_avx512bf16,
