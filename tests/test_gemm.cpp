@@ -1863,7 +1863,8 @@ int run_direct_cases(const std::vector<DirectShape>& shapes, const std::vector<D
 // The direct path (W read in place, A^T packed): M across panel widths (one vector, several,
 // several panels with a narrow last one), N across W tiles (tails of 1..R-1 rows), K across KC
 // blocks and the 16-step prefetch loop's tail, A stored either way, padded leading dimensions,
-// alpha / beta, 1-3 threads, with and without the W prefetch, every family: exact integers.
+// alpha / beta, 1-3 threads, with and without the W prefetch, C's rows in place and through
+// strips, every family: exact integers.
 TEST(Gemm, DirectPath) {
   // fp32 A and W into each C dtype; bf16 A and W (as bf16 pairs where the CPU has them and K is
   // even, else the fp32 route); W of 16 and 8 bits converted a tile at a time, with fp32 or
@@ -1886,7 +1887,14 @@ TEST(Gemm, DirectPath) {
                                   {65, 31, 129, 64},
                                   {100, 19, 260, 0},
                                   {129, 7, 64, 48},
-                                  {200, 37, 90, 0}},
+                                  {200, 37, 90, 0},
+                                  // C's rows 1-4 KiB apart (unpadded): through strips on the
+                                  // families whose kernel writes C's rows (direct_writes_rows),
+                                  // a last strip narrower than the others, K in blocks and not
+                                  // (19 shapes: the cases' threads, padding and stages rotate)
+                                  {70, 256, 150, 64},
+                                  {40, 512, 40, 0},
+                                  {33, 1024, 20, 0}},
                                  {{DType::f32, DType::f32, DType::f32},
                                   {DType::f32, DType::f32, DType::bf16},
                                   {DType::f32, DType::f32, DType::f16},

@@ -175,11 +175,16 @@ void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0,
 
 void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
                 std::int64_t cols, const float* src, std::int64_t lds) {
+  write_back(pr, i0, j0, rows, cols, src, lds, pr.p->beta);
+}
+
+void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
+                std::int64_t cols, const float* src, std::int64_t lds, float beta) {
   const Params& p = *pr.p;
   if (pr.fam->write_row != nullptr) {
     const auto es = static_cast<std::int64_t>(dtype_size(p.c_type));
     for (std::int64_t i = 0; i < rows; ++i)
-      pr.fam->write_row(p.c_type, src + i * lds, cols, p.alpha, p.beta,
+      pr.fam->write_row(p.c_type, src + i * lds, cols, p.alpha, beta,
                         static_cast<char*>(p.c) + ((i0 + i) * pr.ldc + j0) * es);
     return;
   }
@@ -188,7 +193,7 @@ void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_
       const std::int64_t idx = (i0 + i) * pr.ldc + j0 + j;
       const float ab = p.alpha * src[i * lds + j];
       store_c(p.c_type, p.c, idx,
-              p.beta != 0.0f ? std::fma(p.beta, load_c(p.c_type, p.c, idx), ab) : ab);
+              beta != 0.0f ? std::fma(beta, load_c(p.c_type, p.c, idx), ab) : ab);
     }
 }
 

@@ -151,9 +151,12 @@ void pack_a_panel(const Problem& pr, std::int64_t i0, int rows, std::int64_t p0,
 // Packs columns [j0, j0+cols) x K [p0, p0+kc) of op(B) into an NR-panel (kc x NR).
 void pack_b_panel(const Problem& pr, std::int64_t j0, int cols, std::int64_t p0, std::int64_t kc,
                   float* dst, float* tmp);
-// C[rows, cols] (at row i0, col j0) = alpha * src + beta * C, src fp32 with leading dim lds.
+// C[rows, cols] (at row i0, col j0) = alpha * src + beta * C, src fp32 with leading dim lds;
+// beta the call's unless given (1 onto sums of earlier K blocks already in C).
 void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
                 std::int64_t cols, const float* src, std::int64_t lds);
+void write_back(const Problem& pr, std::int64_t i0, std::int64_t j0, std::int64_t rows,
+                std::int64_t cols, const float* src, std::int64_t lds, float beta);
 // C = beta * C (K = 0 or alpha = 0: A and B are not read, as in BLAS).
 void scale_c(const Problem& pr);
 // C = alpha * (sum of the split-K partial sums) + beta * C.

@@ -100,6 +100,18 @@ void convert_w_fp8_pairs(const Problem& pr, std::int64_t j, int rows, int R, std
       ws[b * R + r] = b_scale(pr, k0 + b * kFp8Block, j + std::min(r, rows - 1));
 }
 
+// C's rows this many bytes apart (or a multiple) share few of L1's sets: the unswapped tiles
+// write them through a strip of kStripTiles tiles' columns (set_up), whose rows and those of the
+// block's fp32 tile lie kStripPad values further apart.
+constexpr std::int64_t kAliasStride = 1024;
+constexpr std::int64_t kStripTiles = 8;
+constexpr std::int64_t kStripPad = 16;
+// Strips only where a tile's K (KC, or K) is below this: over longer K the tile's write is a
+// small share and the strip's extra pass costs as much (bf16 128 x 7168 x 2048 and 32 x 7168 x
+// 2048, one K block: 0.99x with strips; fp32 KC 960-1024 1.10-1.11x, bf16 K 512 / 1536 1.37x /
+// 1.13x).
+constexpr std::int64_t kStripMaxK = 2048;
+
 // One block of the direct path as direct_block sets it up: K blocks, W tiles (converted into
 // scratch where W is not fp32 or bf16 pairs) and where the sums go.
 struct DirectBlock {
@@ -118,11 +130,14 @@ struct DirectBlock {
   std::int64_t ldt;  // a converted tile's row stride
   float* wtile;
   float* wscale;
-  // The sums: C itself, or (staged) an fp32 tile of the block rounded into 16-bit C at the end.
+  // The sums: C itself, or (staged) an fp32 tile of the block rounded into 16-bit C at the end,
+  // or (strip_cols > 0) an fp32 strip of that many of the block's columns, written into C in
+  // place as each strip is done.
   bool staged;
+  std::int64_t strip_cols;
   void* out;
   DType out_type;
-  std::int64_t ldo, row0, col0;  // row0, col0: the tile's origin in C
+  std::int64_t ldo, row0, col0;  // row0, col0: the origin in C of the tile (of the first strip)
   float alpha;
 };
 
@@ -164,19 +179,41 @@ DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   const bool shares_rows = ct && pr.s.threads_m > 1 && p.k > d.KC;
   d.staged = (to16 && !((ct || (f.direct_writes_rows && !pr.k2)) && p.k <= d.KC)) || shares_rows;
   const std::int64_t mb = m1 - m0, nb = n1 - n0;
-  d.out = d.staged ? workspace().c_tile.get(mb * nb) : p.c;
-  d.out_type = d.staged ? DType::f32 : p.c_type;
-  d.ldo = d.staged ? (ct ? mb : nb) : pr.ldc;
-  d.row0 = d.staged ? m0 : 0, d.col0 = d.staged ? n0 : 0;
-  d.alpha = d.staged ? 1.0f : p.alpha;
+  // Unswapped, a tile writes R values into each of up to 64 rows of C (each panel's), and the
+  // next tiles the values beside them in the same lines. Rows a multiple of 1 KiB apart (N a
+  // power of two, 2048 x 2 or 4 bytes ...) fall in a few of L1's sets (and at 64 KiB in one of
+  // L2's), so the lines are gone before the next tile comes back to them: every tile's write
+  // reaches L2 or L3 (bf16 128 x 1024 x 512, one thread, hot: 0.68 of the bf16 dot peak, 0.99 at
+  // N 1000 or 1040). Such C goes through a strip of kStripTiles tiles' columns of the block's
+  // rows, rows kStripPad apart, written into C's rows a strip at a time; the block's fp32 tile
+  // (staged) gets rows that are not such a multiple apart.
+  const auto ces = static_cast<std::int64_t>(dtype_size(p.c_type));
+  const bool aliased = !ct && f.direct_writes_rows && (pr.ldc * ces) % kAliasStride == 0;
+  const bool short_k = std::min(d.KC, p.k) < kStripMaxK;
+  d.strip_cols = aliased && short_k && !d.staged && nb > R ? kStripTiles * R : 0;
+  if (d.strip_cols > 0) {
+    d.ldo = d.strip_cols + kStripPad;
+    d.out = workspace().c_tile.get(mb * d.ldo);
+  } else if (d.staged) {
+    d.ldo = ct ? mb : nb + (nb * 4 % kAliasStride == 0 ? kStripPad : 0);
+    d.out = workspace().c_tile.get((ct ? nb : mb) * d.ldo);
+  } else {
+    d.ldo = pr.ldc;
+    d.out = p.c;
+  }
+  const bool sums = d.staged || d.strip_cols > 0;
+  d.out_type = sums ? DType::f32 : p.c_type;
+  d.row0 = sums ? m0 : 0, d.col0 = sums ? n0 : 0;
+  d.alpha = sums ? 1.0f : p.alpha;
   return d;
 }
 
 // The W tile of `rows` rows from row j (at wt, rows ld apart) against every panel of the block's
-// A^T for K [k0, k0 + kc); the last panel fetches the next tile (next).
-void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std::int64_t kc,
-                   std::int64_t j, int rows, const float* wt, std::int64_t ld, float beta,
-                   const DirectNext* next) {
+// A^T for K [k0, k0 + kc); the last panel fetches the next tile (next). col0: the column of C at
+// the origin of the block's output (its first column, or the strip's).
+void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t col0, std::int64_t k0,
+                   std::int64_t kc, std::int64_t j, int rows, const float* wt, std::int64_t ld,
+                   float beta, const DirectNext* next) {
   const KernelFamily& f = *pr.fam;
   const int P = f.direct_panel;
   const std::int64_t kw = pr.kw;
@@ -184,7 +221,7 @@ void multiply_tile(const Problem& pr, const DirectBlock& d, std::int64_t k0, std
   const auto ces = static_cast<std::int64_t>(dtype_size(d.out_type));
   for (std::int64_t q = d.q0; q < d.q1; ++q) {
     const int m = at_rows(pr, q * P);
-    const std::int64_t i = q * P - d.row0, r = j - d.col0;  // corner in out
+    const std::int64_t i = q * P - d.row0, r = j - col0;  // corner in out
     void* c = static_cast<char*>(d.out) + (ct ? r * d.ldo + i : i * d.ldo + r) * ces;
     const float* at =
         pr.k2 ? d.at + k0 / 2 * k2_width(pr) : d.panel(q, P) + k0 / kw * at_width(pr, m);
@@ -210,10 +247,11 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
   const Params& p = *pr.p;
   const int R = pr.fam->direct_rows, P = pr.fam->direct_panel;
   const DirectBlock d = set_up(pr, m0, m1, n0, n1);
-  const std::int64_t KC = d.KC, kw = pr.kw;
+  const std::int64_t KC = d.KC, kw = pr.kw, strip = d.strip_cols;
   const auto* w = static_cast<const float*>(p.b);
   const bool fetch = pr.s.stages > 1;
   const auto es = static_cast<std::int64_t>(dtype_size(p.b_type));
+  std::int64_t col0 = d.col0;
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
     const std::int64_t kc = std::min(KC, p.k - k0);
     const float beta = k0 > 0 ? 1.0f : d.staged ? 0.0f : p.beta;
@@ -221,6 +259,7 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       for (std::int64_t q = d.q0; q < d.q1; ++q) pack_at(pr, q * P, k0, k0 + kc, d.panel(q, P));
     for (std::int64_t j = n0; j < n1; j += R) {
       const int rows = static_cast<int>(std::min<std::int64_t>(R, n1 - j));
+      if (strip > 0 && (j - n0) % strip == 0) col0 = j;
       // The next tile's rows of W as stored: the next R rows, or the first of the next K block.
       DirectNext nx;
       nx.ld = pr.ldb * es;
@@ -234,8 +273,11 @@ void direct_block(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int6
       if (d.conv) convert_w_rows(pr, j, rows, k0, kc, d.wtile, d.ldt);
       if (pr.scaled) convert_w_fp8_pairs(pr, j, rows, R, k0, kc, d.wtile, d.ldt, d.wscale);
       const float* wt = d.tiled ? d.wtile : w + j * d.ldw + k0 / kw;
-      multiply_tile(pr, d, k0, kc, j, rows, wt, d.tiled ? d.ldt : d.ldw, beta,
-                    nx.w != nullptr ? &nx : nullptr);
+      multiply_tile(pr, d, col0, k0, kc, j, rows, wt, d.tiled ? d.ldt : d.ldw,
+                    strip > 0 ? 0.0f : beta, nx.w != nullptr ? &nx : nullptr);
+      if (strip > 0 && ((j + R - n0) % strip == 0 || j + R >= n1))
+        write_back(pr, m0, col0, m1 - m0, j + rows - col0, static_cast<const float*>(d.out), d.ldo,
+                   beta);
     }
   }
   const auto* tile = static_cast<const float*>(d.out);
