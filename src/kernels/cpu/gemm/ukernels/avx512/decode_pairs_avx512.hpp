@@ -82,16 +82,26 @@ struct GroupPrefetch {
   int per_step = 0;
 };
 
+// One block of rows of A (M <= Source::kRows) against W rows longer than a page: the hardware
+// prefetcher streams the rows, and the far line and the next group's rows in L2 (pairs_block's
+// far and kL2) only slow it (without them, M 2-4, K 2880-14336: 1.01-1.6x, Zen 5 guest). Rows of
+// a page or less need them: the hardware prefetcher stops at each page's end (M 2, K 1536-2048:
+// 0.60-0.73x without).
+template <class Source>
+bool streams_alone(const DecodeArgs& g) {
+  return g.m <= Source::kRows && g.k * Source::kBytes > 4096;
+}
+
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
 // `ahead` bytes along the rows, or (kSpread) over gp's lines. (A template parameter: a test of gp
 // in every step slows the one-row blocks.)
 //
-// With kL2 (the caller's W past the L2, more than one row of A), the first block of rows of A also
-// prefetches the next group's rows into L2 at the place in them it reads in its own (next[j] +
-// row_bytes + the offset; the last group, the rows after it), as the fp8 decode's loops do: the
-// hardware prefetcher alone leaves memory idle while the dots run. One row of A (one dot per 64
-// bytes) keeps the hardware prefetcher alone. (A template parameter too: the test in the loop,
-// never taken, slows short in-cache products.)
+// With kL2 (the caller's W past the L2, more than one row of A, not streams_alone), the first
+// block of rows of A also prefetches the next group's rows into L2 at the place in them it reads in
+// its own (next[j] + row_bytes + the offset; the last group, the rows after it), as the fp8
+// decode's loops do: the hardware prefetcher alone leaves memory idle while the dots run. One row
+// of A (one dot per 64 bytes) keeps the hardware prefetcher alone. (A template parameter too: the
+// test in the loop, never taken, slows short in-cache products.)
 template <class Source, int MB, int NB, bool kSpread = false, bool kL2 = false>
 void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::int64_t j0,
                  std::int64_t ahead, [[maybe_unused]] const Carry& carry = {},
@@ -111,8 +121,8 @@ void pairs_block(const DecodeArgs& g, const Source& src, std::int64_t i0, std::i
   std::int64_t line = kSpread ? gp->first : 0;
   // From two rows of A the first block also prefetches the line kDecodeFarBytes on in each row into
   // L2 (kernels.hpp), beside the next group's lines (kL2); the far line alone, without kL2, does
-  // not pay.
-  const bool far = MB > 1 && !kSpread && i0 == 0 && g.stages > 1;
+  // not pay. Not where one block's W rows stream on the hardware prefetcher (streams_alone).
+  const bool far = MB > 1 && !kSpread && i0 == 0 && g.stages > 1 && !streams_alone<Source>(g);
   // Sums of K values [b0, b1) (multiples of 64) into part.
   auto sum = [&](std::int64_t b0, std::int64_t b1, __m512(&part)[MB][NB])
       __attribute__((always_inline)) {
@@ -305,7 +315,8 @@ void pairs_decode(const DecodeArgs& g, const Source& src) {
   const bool spread = g.stages > 1 && spreads_prefetch(g.m, row_bytes, Source::kRows);
   if (spread)
     j0 = pairs_decode_spread(g, src, (6144 * (g.stages - 1) + row_bytes - 1) / row_bytes);
-  else if (g.m > 1 && g.stages > 1 && (g.n1 - g.n0) * row_bytes > kDecodeStreamedBytes)
+  else if (g.m > 1 && g.stages > 1 && !streams_alone<Source>(g) &&
+           (g.n1 - g.n0) * row_bytes > kDecodeStreamedBytes)
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4, true>(g, src, j0, ahead);
   else
     for (; j0 + 4 <= g.n1; j0 += 4) pairs_rows_of_a<Source, 4>(g, src, j0, ahead);
