@@ -532,8 +532,12 @@ struct Stream {
     const std::int64_t total = groups * ktiles;
     // fp32 W with fewer rows of A than a register block is a pure stream the hardware prefetcher
     // follows; software prefetches, into L1 or L2, only cost it load slots (M = 1, 16384 x 4096:
-    // 6.3 ms with them against 5.6 without), while from a register block of rows on they pay.
-    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB);
+    // 6.3 ms with them against 5.6 without), while from a register block of rows on they pay. So
+    // is fp16 W against one row of A in rows longer than a page (1 x 28672 x 4096 and 1 x 4096 x
+    // 14336: 1.13-1.20x without them; rows of a page, where the hardware prefetcher stops, level;
+    // M 2-8 and fp8 slower without).
+    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB) &&
+                             !(T == DType::f16 && g.m == 1 && g.k * 2 > 4096);
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(
                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
