@@ -512,7 +512,22 @@ struct Stream {
       }
     V* accbuf = reinterpret_cast<V*>(g.scratch + decode_acc_floats(g.k_tile));
     const std::int64_t kv = g.k - g.k % L;
-    const std::int64_t ktiles = (kv + g.k_tile - 1) / g.k_tile;
+    // fp32 W with fewer rows of A than a register block is a pure stream the hardware prefetcher
+    // follows; software prefetches, into L1 or L2, only cost it load slots (M = 1, 16384 x 4096:
+    // 6.3 ms with them against 5.6 without), while from a register block of rows on they pay. So
+    // is fp16 W against one row of A in rows longer than a page (1 x 28672 x 4096 and 1 x 4096 x
+    // 14336: 1.13-1.20x without them; rows of a page, where the hardware prefetcher stops, level;
+    // M 2-8 and fp8 slower without).
+    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB) &&
+                             !(T == DType::f16 && g.m == 1 && g.k * 2 > 4096);
+    // The tiles serve the software prefetch's pipeline (and W converted once a tile, from more
+    // rows of A than a register block): without either, all of K is one tile, and the sums stay
+    // in registers instead of going to accbuf and back between tiles (against tiles, Zen 5
+    // guest, 2 threads: fp16 1 x 4096 x 14336 1.07x, fp32 2 x 4096 x 14336 1.17x, 3 x 4096 x
+    // 7168 1.10x, 1 x 16384 x 4096 1.09x).
+    const bool converts = (T == DType::fp8 || T == DType::f16) && g.m > MB;
+    const std::int64_t kt = sw_prefetch || converts ? g.k_tile : std::max<std::int64_t>(kv, 1);
+    const std::int64_t ktiles = (kv + kt - 1) / kt;
     const std::int64_t groups = (g.n1 - g.n0 + NB - 1) / NB;
     auto group_rows = [&](std::int64_t grp) {
       return static_cast<int>(std::min<std::int64_t>(NB, g.n1 - (g.n0 + grp * NB)));
@@ -528,16 +543,8 @@ struct Stream {
     // ahead; compute(t) issues its prefetches while it streams tile t.
     // Short rows make small tiles: fetch at least kAheadBytes of W ahead (a DRAM latency's
     // worth of streaming), i.e. `skip` tiles beyond the pipeline's own distance.
-    const std::int64_t tile_bytes = NB * std::min(g.k_tile, kv) * esize<T>();
+    const std::int64_t tile_bytes = NB * std::min(kt, kv) * esize<T>();
     const std::int64_t total = groups * ktiles;
-    // fp32 W with fewer rows of A than a register block is a pure stream the hardware prefetcher
-    // follows; software prefetches, into L1 or L2, only cost it load slots (M = 1, 16384 x 4096:
-    // 6.3 ms with them against 5.6 without), while from a register block of rows on they pay. So
-    // is fp16 W against one row of A in rows longer than a page (1 x 28672 x 4096 and 1 x 4096 x
-    // 14336: 1.13-1.20x without them; rows of a page, where the hardware prefetcher stops, level;
-    // M 2-8 and fp8 slower without).
-    const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB) &&
-                             !(T == DType::f16 && g.m == 1 && g.k * 2 > 4096);
     const std::int64_t skip =
         sw_prefetch ? std::max<std::int64_t>(
                           0, (kAheadBytes + tile_bytes - 1) / tile_bytes - (g.stages - 1))
@@ -552,19 +559,19 @@ struct Stream {
       if (!have_ahead) return;
       const std::int64_t grp = t / ktiles;
       ahead.nb = group_rows(grp);
-      ahead.k0 = (t % ktiles) * g.k_tile;
+      ahead.k0 = (t % ktiles) * kt;
       for (int j = 0; j < ahead.nb; ++j)
         ahead.rows[j] = static_cast<const char*>(g.w) + (g.n0 + grp * NB + j) * g.ldw * esize<T>();
     };
     auto compute = [&](std::int64_t t, int) {
       const std::int64_t grp = t / ktiles, kk = t % ktiles;
-      const std::int64_t j0 = g.n0 + grp * NB, k0 = kk * g.k_tile;
+      const std::int64_t j0 = g.n0 + grp * NB, k0 = kk * kt;
       const int nb = group_rows(grp);
       if (kk == 0 && !direct)
         for (std::int64_t i = 0; i < g.m * NB; ++i) accbuf[i] = S::zero();
       // The last tiles have nothing further to fetch.
       const bool pf = have_ahead && t + g.stages - 1 + skip < total;
-      tile<T>(g, j0, nb, k0, std::min(kv, k0 + g.k_tile), accbuf, pf ? &ahead : nullptr, direct);
+      tile<T>(g, j0, nb, k0, std::min(kv, k0 + kt), accbuf, pf ? &ahead : nullptr, direct);
       if (kk == ktiles - 1 && !direct) finish<T>(g, j0, nb, kv, accbuf);
     };
     tile::run_pipeline(groups * ktiles, g.stages, load, compute);
