@@ -393,15 +393,19 @@ struct Stream {
     }
   }
 
+  // fp8 and fp16 cost several operations per vector to convert: with more than one block of A
+  // rows, each W tile is converted once into scratch (fp32) and every row block reuses it. bf16
+  // (one shift) is converted again per row block, straight from the loaded registers.
+  template <DType T>
+  static bool converts_once(const DecodeArgs& g) {
+    return (T == DType::fp8 || T == DType::f16) && g.m > MB;
+  }
+
   // One k tile [k0,k1) (multiple of L) of W rows j0..j0+nb.
   template <DType T>
   static void tile(const DecodeArgs& g, std::int64_t j0, int nb, std::int64_t k0, std::int64_t k1,
                    V* accbuf, const Ahead* ahead, bool direct) {
-    // fp8 and fp16 cost several operations per vector to convert: with more than one block of A
-    // rows, convert each W tile once into scratch (fp32) and let every row block reuse it.
-    // bf16 (one shift) is converted again per row block, straight from the loaded registers.
-    const bool convert_once = (T == DType::fp8 || T == DType::f16) && g.m > MB;
-    if (!convert_once) {
+    if (!converts_once<T>(g)) {
       if (nb == NB)
         return rows_of_a<T, NB, false>(g, j0, k0, k1, accbuf, nullptr, 0, ahead, direct);
       for (int j = 0; j < nb; ++j)
@@ -525,8 +529,8 @@ struct Stream {
     // in registers instead of going to accbuf and back between tiles (against tiles, Zen 5
     // guest, 2 threads: fp16 1 x 4096 x 14336 1.07x, fp32 2 x 4096 x 14336 1.17x, 3 x 4096 x
     // 7168 1.10x, 1 x 16384 x 4096 1.09x).
-    const bool converts = (T == DType::fp8 || T == DType::f16) && g.m > MB;
-    const std::int64_t kt = sw_prefetch || converts ? g.k_tile : std::max<std::int64_t>(kv, 1);
+    const std::int64_t kt =
+        sw_prefetch || converts_once<T>(g) ? g.k_tile : std::max<std::int64_t>(kv, 1);
     const std::int64_t ktiles = (kv + kt - 1) / kt;
     const std::int64_t groups = (g.n1 - g.n0 + NB - 1) / NB;
     auto group_rows = [&](std::int64_t grp) {
