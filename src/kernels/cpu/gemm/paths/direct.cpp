@@ -183,7 +183,7 @@ DirectBlock set_up(const Problem& pr, std::int64_t m0, std::int64_t m1, std::int
   // next tiles the values beside them in the same lines. Rows a multiple of 1 KiB apart (N a
   // power of two, 2048 x 2 or 4 bytes ...) fall in a few of L1's sets (and at 64 KiB in one of
   // L2's), so the lines are gone before the next tile comes back to them: every tile's write
-  // reaches L2 or L3 (bf16 128 x 1024 x 512, one thread, hot: 0.68 of the bf16 dot peak, 0.99 at
+  // reaches L2 or L3 (bf16 128 x 1024 x 512, one thread, hot: 0.62 of the bf16 dot peak, 0.91 at
   // N 1000 or 1040). Such C goes through a strip of kStripTiles tiles' columns of the block's
   // rows, rows kStripPad apart, written into C's rows a strip at a time; the block's fp32 tile
   // (staged) gets rows that are not such a multiple apart.
