@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "attain/op.hpp"
+#include "core/util.hpp"
 
 namespace attain::gemm::detail {
 
@@ -141,6 +142,10 @@ bool swap_ok(const Params& p, const KernelFamily& f) {
 
 bool direct_on_k_pairs(const Params& p, const KernelFamily& f) {
   return f.direct_k2 != nullptr && p.m <= f.direct_lanes && !direct_pairs(p, f);
+}
+
+std::int64_t direct_block_rows(std::int64_t m, int threads_m, const KernelFamily& f) {
+  return round_up(ceil_div(m, threads_m), f.direct_panel);
 }
 
 bool direct_converts(const Params& p, const KernelFamily& f) {

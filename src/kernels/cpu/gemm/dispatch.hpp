@@ -45,7 +45,8 @@ struct KernelFamily {
   DirectKernel direct_k2 = nullptr;
   // `direct` and `direct_bf16` write 16-bit C's rows (not transposed) from registers, rounded
   // there (simd_direct's store_cols with S::kCols16): a product whose K is one block needs no
-  // fp32 tile of C. false: 16-bit C goes through an fp32 tile.
+  // fp32 tile of C. false: 16-bit C goes through an fp32 tile. Their short masked row pieces are
+  // also why C whose rows alias in L1 goes through strips on such families (paths/direct.cpp).
   bool direct_writes_rows = false;
   // `direct_bf16` with fp8 block scales (nullptr: none); see direct_pairs().
   DirectScaledKernel direct_fp8 = nullptr;
@@ -189,6 +190,9 @@ bool direct_fp8_pairs(const Params& p, const KernelFamily& f);
 // The direct path runs the family's k-pairs kernel (direct_k2): fp32 values (not bf16 pairs)
 // and one panel of at most direct_lanes rows of A (two vectors of pairs).
 bool direct_on_k_pairs(const Params& p, const KernelFamily& f);
+// Rows of A in each block of the direct path where the grid cuts M in threads_m (whole panels):
+// the blocks plan() cuts, and the rows whose A^T direct_kc sizes KC by.
+std::int64_t direct_block_rows(std::int64_t m, int threads_m, const KernelFamily& f);
 // The operands swapped: C^T = W . A^T as a product of its own (A' = W stored (N, K), W' = A
 // stored (M, K), M' = N, N' = M; leading dimensions kept, no scales, schedule.swap cleared).
 // Its C' is the caller's C transposed: element (i, j) of C' at c + j * ldc + i, ldc the

@@ -75,6 +75,11 @@ inline constexpr std::int64_t kDecodeStreamedBytes = std::int64_t{1} << 20;
 // alone keeps up and the prefetches only cost. W in cache pays a few percent for them.
 inline constexpr std::int64_t kDecodeFarBytes = 16 * 1024;
 
+// W rows longer than a page stream on the hardware prefetcher alone where a decode loop reads few
+// rows of A against them (the bf16 pairs with one block of rows of A, fp16 with one row); the
+// prefetcher stops at each page's end, so rows of a page or less keep the software prefetches.
+inline constexpr std::int64_t kDecodePageBytes = 4096;
+
 // The panel kernel's largest K chunk of packed A (below) where it keeps A in L1 ...
 inline constexpr std::int64_t kDecodePanelChunkBytes = 32 * 1024;
 // ... and its chunk for 16-bit W on the fp32 route (Fp32Route<bf16 / f16>), A in L2, which sizes

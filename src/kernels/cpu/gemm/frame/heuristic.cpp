@@ -298,8 +298,8 @@ int direct_kc(const Params& p, const KernelFamily& f, const Blocking& b, const S
   std::int64_t kc = s.kc;
   if (kc == 0) {
     const std::int64_t rows =
-        round_up(ceil_div(std::max<std::int64_t>(p.m, 1), std::max(1, s.threads_m)),
-                 s.threads_m > 1 ? f.direct_panel : f.direct_lanes);
+        s.threads_m > 1 ? direct_block_rows(std::max<std::int64_t>(p.m, 1), s.threads_m, f)
+                        : round_up(std::max<std::int64_t>(p.m, 1), f.direct_lanes);
     const std::int64_t bytes = words ? 2 : 4;  // per A value
     // A converted W tile (R x KC fp32) stays within half of L1: KC <= 1024. Rows of A that make
     // one panel meet each W tile once, so nothing caps KC but the A^T block's budget: W's rows

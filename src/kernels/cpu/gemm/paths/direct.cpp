@@ -339,7 +339,7 @@ void prepare(Problem& pr, float* buf, int, std::vector<Pack>& packs) {
 void plan(const Problem& pr, std::vector<Block>& out) {
   const Params& p = *pr.p;
   const Schedule& s = pr.s;
-  const std::int64_t mchunk = round_up(ceil_div(p.m, s.threads_m), pr.fam->direct_panel);
+  const std::int64_t mchunk = direct_block_rows(p.m, s.threads_m, *pr.fam);
   const std::int64_t nchunk = round_up(ceil_div(p.n, s.threads_n), pr.fam->direct_rows);
   for (std::int64_t m0 = 0; m0 < p.m; m0 += mchunk) {
     const std::int64_t m1 = std::min(p.m, m0 + mchunk);

@@ -523,7 +523,7 @@ struct Stream {
     // 14336: 1.13-1.20x without them; rows of a page, where the hardware prefetcher stops, level;
     // M 2-8 and fp8 slower without).
     const bool sw_prefetch = g.stages > 1 && !(T == DType::f32 && g.m < MB) &&
-                             !(T == DType::f16 && g.m == 1 && g.k * 2 > 4096);
+                             !(T == DType::f16 && g.m == 1 && g.k * esize<T>() > kDecodePageBytes);
     // The tiles serve the software prefetch's pipeline (and W converted once a tile, from more
     // rows of A than a register block): without either, all of K is one tile, and the sums stay
     // in registers instead of going to accbuf and back between tiles (against tiles, Zen 5

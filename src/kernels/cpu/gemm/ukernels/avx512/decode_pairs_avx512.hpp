@@ -89,7 +89,7 @@ struct GroupPrefetch {
 // 0.60-0.73x without).
 template <class Source>
 bool streams_alone(const DecodeArgs& g) {
-  return g.m <= Source::kRows && g.k * Source::kBytes > 4096;
+  return g.m <= Source::kRows && g.k * Source::kBytes > kDecodePageBytes;
 }
 
 // Rows i0.. of A (MB of them) times W rows j0.. (NB of them) over all of K. The W prefetch runs
