@@ -599,6 +599,25 @@ TEST(GemmDispatch, DirectKcFromTheBlocksRows) {
   }
 }
 
+TEST(GemmDispatch, DirectKcOfTheKPairsPanelIsHalved) {
+  // The k-pairs kernel's A^T block (M up to a vector's lanes) gets half the table's budget: its
+  // KC is that of a panel of twice its rows, where the budget binds (K long enough).
+  for (Isa isa : isas()) {
+    const auto& f = detail::family(isa);
+    if (f.direct_k2 == nullptr) continue;
+    auto kc = [&](std::int64_t m) {
+      Params p;
+      p.m = m, p.n = 128, p.k = std::int64_t{1} << 22, p.trans_b = Trans::T, p.threads = 1;
+      p.schedule.path = Path::direct;
+      p.schedule.isa = isa;
+      return resolve(p).kc;
+    };
+    EXPECT_EQ(kc(f.direct_lanes), kc(f.direct_lanes + 1)) << isa_name(isa);
+    EXPECT_LT(kc(f.direct_lanes), detail::blocking(isa).direct_block_bytes / (4 * f.direct_lanes))
+        << isa_name(isa);
+  }
+}
+
 TEST(Gemm, DirectKcPastKResolvesToK) {
   // A direct-path KC past K resolves to K's (rounded to 16 values; fp8 pairs: 128): one block of
   // all of K either way, so the tuner sees one schedule; a KC within K stays.
