@@ -1866,7 +1866,8 @@ int run_direct_cases(const std::vector<DirectShape>& shapes, const std::vector<D
         c.k = sh.k;
         c.kc = sh.kc;
         c.ints = true;
-        c.threads = 1 + i % 3;
+        // (i / 3: every thread count meets the padded and the unpadded cases, and each beta)
+        c.threads = 1 + (i / 3) % 3;
         c.stages = i % 2 == 0 ? 1 : 2;
         c.ta = !swap && i % 4 == 1 && t.a == DType::f32 ? Trans::T : Trans::N;
         c.pad = i % 3 == 0 ? (words ? 4 : 3) : 0;
