@@ -42,6 +42,19 @@ void update_edge(float* c, std::int64_t ldc, const float* t, int NR, int mr, int
   }
 }
 
+// Rows of stored bytes, `ld` apart: where a later pack_a_block reads A (stored_a), for a prefetch.
+struct StoredRows {
+  const char* p = nullptr;
+  std::int64_t rows = 0, ld = 0, bytes = 0;
+};
+StoredRows stored_a(const Problem& pr, std::int64_t ic, std::int64_t mc, std::int64_t k_abs,
+                    std::int64_t kc) {
+  const auto es = static_cast<std::int64_t>(dtype_size(pr.p->a_type));
+  const bool rows_m = pr.p->trans_a == Trans::N;  // A stored (M, K): a row per row of the block
+  return {reinterpret_cast<const char*>(a_at(pr, ic, k_abs)), rows_m ? mc : kc, pr.lda * es,
+          (rows_m ? kc : mc) * es};
+}
+
 // ---- the micro-kernel over packed blocks ----
 // The micro-kernel over one packed A block (mc rows from row ic, panels of MR, kcw words a
 // row of the panel) and one packed B block (nc columns from column jc, panels of NR) for the
@@ -65,6 +78,10 @@ struct BlockCall {
   std::uint16_t* c16 = nullptr;
   // Whole tiles go to C with non-temporal stores where 64-byte aligned (UkAux::stream_c).
   bool stream_c = false;
+  // The stored A of a block the pipeline packs later, fetched into L1 a share per kernel call:
+  // packing reads A from memory at the speed of the loads that wait on it (the transposes' loads
+  // held the packing's samples), and memory is idle while the kernel runs.
+  StoredRows a_next = {};
 };
 void multiply_blocks(const Problem& pr, const BlockCall& bc) {
   const Params& p = *pr.p;
@@ -79,6 +96,10 @@ void multiply_blocks(const Problem& pr, const BlockCall& bc) {
   const std::int64_t fetch_share = round_up(ceil_div(bc.fetch_bytes, calls), 64);
   const char* fetch = reinterpret_cast<const char*>(bc.fetch_next);
   const char* fetch_end = fetch + bc.fetch_bytes;
+  const StoredRows& an = bc.a_next;
+  const std::int64_t an_lines = an.p != nullptr ? ceil_div(an.bytes + 63, 64) : 0;
+  const std::int64_t an_share = ceil_div(an.rows * an_lines, calls);
+  std::int64_t an_r = 0, an_l = 0;  // the next line to fetch: row, line in the row
   for (std::int64_t jr = 0; jr < bc.nc; jr += NR) {
     const int nr = static_cast<int>(std::min<std::int64_t>(NR, bc.nc - jr));
     for (std::int64_t ir = 0; ir < bc.mc; ir += MR) {
@@ -93,6 +114,10 @@ void multiply_blocks(const Problem& pr, const BlockCall& bc) {
       }
       for (const char* e = std::min(fetch + fetch_share, fetch_end); fetch < e; fetch += 64)
         __builtin_prefetch(fetch, 0, 2);
+      for (std::int64_t q = 0; q < an_share && an_r < an.rows; ++q) {
+        __builtin_prefetch(an.p + an_r * an.ld + an_l * 64, 0, 3);
+        if (++an_l == an_lines) an_l = 0, ++an_r;
+      }
       UkAux aux;
       if (bc.prefetch) {
         const bool last_ir = ir + MR >= bc.mc;
@@ -247,9 +272,16 @@ void run_km(const Problem& pr, const PackedBlock& b) {
       };
       auto compute = [&](std::int64_t t, int slot) {
         const std::int64_t ic = m0 + t * MC;
-        multiply_blocks(
-            pr, {apack[slot], bpack, ic, std::min(MC, m1 - ic), jc, nc, k0 + p0, kc, b.alpha,
-                 p0 == 0 ? b.beta0 : &kOne, b.c_at(pr, ic, jc), b.ldc_mem, false, stages > 1});
+        // The block packed after the next (the schedule's --stages 1 fetches nothing ahead): this
+        // K block's t + stages, or the next K block's.
+        StoredRows next;
+        const std::int64_t u = t + stages;
+        const std::int64_t q0 = u < mtiles ? p0 : p0 + KC, i = m0 + (u % mtiles) * MC;
+        if (pr.s.stages > 1 && u < 2 * mtiles && q0 < K)
+          next = stored_a(pr, i, std::min(MC, m1 - i), k0 + q0, std::min(KC, K - q0));
+        multiply_blocks(pr, {apack[slot], bpack, ic, std::min(MC, m1 - ic), jc, nc, k0 + p0, kc,
+                             b.alpha, p0 == 0 ? b.beta0 : &kOne, b.c_at(pr, ic, jc), b.ldc_mem,
+                             false, stages > 1, nullptr, 0, nullptr, false, next});
       };
       tile::run_pipeline(mtiles, stages, load, compute);
     }
@@ -335,6 +367,15 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
           };
           auto compute = [&](std::int64_t u, int slot) {
             const std::int64_t t = t0 + u, p0 = t * KC, kc = std::min(KC, K - p0);
+            // A not kept yet: the block packed after the next, this chunk's u + stages or the
+            // next row block's (with stages, as run_km).
+            StoredRows a_next;
+            if (!packed && pr.s.stages > 1) {
+              const std::int64_t v = u + stages, n = t1 - t0;
+              const std::int64_t i = v < n ? ic : ic + MC, q0 = (t0 + v % n) * KC;
+              if (v < 2 * n && i < g1)
+                a_next = stored_a(pr, i, std::min(MC, m1 - i), k0 + q0, std::min(KC, K - q0));
+            }
             // Kept A blocks come from L3 or memory: fetch the next one while this one computes
             // (the loops' order: K blocks of the chunk, MC blocks of the group, chunks, groups,
             // column blocks).
@@ -357,7 +398,7 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
                                               : b.c_at(pr, ic, jc),
                                  via_tile ? ncp : b.ldc_mem, via_tile && p0 + KC >= K, stages > 1,
                                  next, next == nullptr ? 0 : slot_words * 4,
-                                 b.writes16 ? b.c16_at(pr, ic, jc) : nullptr, stream_c});
+                                 b.writes16 ? b.c16_at(pr, ic, jc) : nullptr, stream_c, a_next});
           };
           tile::run_pipeline(t1 - t0, stages, load, compute);
           if (via_tile && t1 == ktiles) write_back(pr, ic, jc, mc, nc, ctile(ic, g0), ncp);
