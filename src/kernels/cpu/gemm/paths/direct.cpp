@@ -43,6 +43,10 @@ int k2_width(const Problem& pr) {
 // L1. (16 KiB against 32: 1.04-1.06x on batched 8 x (16 x 128 x 8192) fp32, whose rows are 32 KiB
 // apart, but 0.89-0.92x on 64 x (16 x 128 x 512), whose rows fit one chunk whole at 32 KiB.)
 constexpr std::int64_t kK2ChunkBytes = 32 * 1024;
+// ...and the row whose values it fetches while it copies one: this many rows on (one row on ran
+// 0.98-1.00x as fast, four 0.97-0.99x; batched 64 x (16 x 128 x 512) and 8 x (16 x 128 x 8192)
+// fp32, Zen 5 guest).
+constexpr int kK2AheadRows = 2;
 
 // The k-pairs panel: K [k0, k1) (k0 even) at dst + k0 / 2 * L (L = k2_width), at[s * L + 2 i + e] =
 // A(i, 2 s + e), zeros past M and past K, gathered from A's rows as they are.
@@ -79,6 +83,12 @@ void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst)
   for (std::int64_t s0 = 0; s0 < pairs; s0 += chunk) {
     const std::int64_t s1 = std::min(pairs, s0 + chunk);
     for (int i = 0; i < m; ++i) {
+      // The row kK2AheadRows on in this order (this chunk's, or the next chunk's first rows).
+      const std::int64_t ia = (i + kK2AheadRows) % m;
+      const std::int64_t a0 = i + kK2AheadRows < m ? s0 : s1;
+      const float* ra = src + ia * ld;
+      for (std::int64_t s = a0; s < std::min(pairs, a0 + chunk); s += 8)
+        __builtin_prefetch(ra + 2 * s, 0, 3);
       const float* r = src + i * ld;
       float* di = d + 2 * i;
       for (std::int64_t s = s0; s < s1; ++s) std::memcpy(di + s * L, r + 2 * s, 8);
