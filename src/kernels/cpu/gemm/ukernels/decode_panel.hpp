@@ -16,7 +16,8 @@
 // into L1), kFarBytes (0, or the line this many bytes further on in memory from the one loaded,
 // prefetched into L2: with W's rows back to back, a later tile's rows), kFarMaxRow (0, or the row
 // stride in bytes from which on it is not), kWide (K chunks of kDecodePanelWideBytes of packed A,
-// in L2, instead of panel_bytes), pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep)
+// in L2, instead of panel_bytes), kFoldA (each product reads A's vector from memory as its operand,
+// not from a register loaded once), pack(g, i, s, dst) (row i's values [kStep s, kStep s + kStep)
 // into dst, zeros past K), a_load(p), load(row, p), load(row, p, remaining) (zeros past K),
 // dot(acc, a, w), zero() and sums(out, live, add, acc0, acc1, acc2) (the three accumulators' sums
 // into out[0, live), added to out[] with add).
@@ -55,7 +56,7 @@ void pack_panel(const DecodeArgs& g, std::int64_t k0, std::int64_t k1, typename 
 }
 
 // acc[i][j] = dot(acc[i][j], A's vector i of this step, x[j]), each A vector loaded once (ap:
-// the step's vector of the pass's first row).
+// the step's vector of the pass's first row), or with P::kFoldA read by each product.
 template <class P, int PM, int NB>
 __attribute__((always_inline)) inline void panel_step(typename P::Acc (&acc)[PM][NB],
                                                       const typename P::W (&x)[NB],
@@ -64,8 +65,9 @@ __attribute__((always_inline)) inline void panel_step(typename P::Acc (&acc)[PM]
   for (int i = 0; i < PM; ++i) {
     auto av = P::a_load(ap + i * P::kStep);
     // Opaque to the compiler: otherwise GCC folds the load into each of the NB products (NB
-    // loads instead of one; found in the disassembly of the prefetching loops).
-    asm("" : "+v"(av));
+    // loads instead of one; found in the disassembly of the prefetching loops) - which kFoldA
+    // wants (Fp32Route, decode_avx512.cpp).
+    if constexpr (!P::kFoldA) asm("" : "+v"(av));
 #pragma GCC unroll 3
     for (int j = 0; j < NB; ++j) acc[i][j] = P::dot(acc[i][j], av, x[j]);
   }

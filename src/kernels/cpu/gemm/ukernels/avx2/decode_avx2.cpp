@@ -27,6 +27,7 @@ struct Fp32Route {
   static constexpr std::int64_t kStep = 8, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;
+  static constexpr bool kFoldA = false;  // A loaded once for the pass (decode_panel.hpp)
   // The line 16 KiB on into L2 (kDecodeFarBytes) for all W, where AVX-512's fp32 route has none;
   // for fp32 W only in rows shorter than that: a longer row's line 16 KiB on is one of its group's
   // rows, already streaming. fp32 W: the second pass of 4 rows (W from L1) fetches the tile's next

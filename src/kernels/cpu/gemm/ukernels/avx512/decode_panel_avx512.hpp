@@ -15,7 +15,7 @@ struct Avx512Panel {
   using Acc = __m512;
   static constexpr int kMinM = kDecodePanelMinM, kPassRows = kDecodePanelMaxM;
   static constexpr std::int64_t kFarMaxRow = 0;
-  static constexpr bool kNextChunk = false;
+  static constexpr bool kNextChunk = false, kFoldA = false;
   static __m512 zero() { return _mm512_setzero_ps(); }
   static void sums(float* out, int live, bool add, __m512 a0, __m512 a1, __m512 a2) {
     const auto mask = static_cast<__mmask8>((1u << live) - 1);
