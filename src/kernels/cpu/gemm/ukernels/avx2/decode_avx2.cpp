@@ -27,7 +27,9 @@ struct Fp32Route {
   static constexpr std::int64_t kStep = 8, kBytes = T == DType::f32 ? 4 : 2,
                                 kAhead = T == DType::f32 ? 256 : 384;
   static constexpr bool kWide = T != DType::f32;
-  static constexpr bool kFoldA = false;  // A loaded once for the pass (decode_panel.hpp)
+  // A loaded once for the pass (decode_panel.hpp): folded into the FMAs as on AVX-512's fp32
+  // route, fp32 W ran level (0.99-1.03x, M 6-8, forced on the Zen 5 guest).
+  static constexpr bool kFoldA = false;
   // The line 16 KiB on into L2 (kDecodeFarBytes) for all W, where AVX-512's fp32 route has none;
   // for fp32 W only in rows shorter than that: a longer row's line 16 KiB on is one of its group's
   // rows, already streaming. fp32 W: the second pass of 4 rows (W from L1) fetches the tile's next
