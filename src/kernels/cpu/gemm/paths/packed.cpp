@@ -372,9 +372,9 @@ void run_mk(const Problem& pr, const PackedBlock& b) {
             StoredRows a_next;
             if (!packed && pr.s.stages > 1) {
               const std::int64_t v = u + stages, n = t1 - t0;
-              const std::int64_t i = v < n ? ic : ic + MC, q0 = (t0 + v % n) * KC;
+              const std::int64_t i = v < n ? ic : ic + MC, qn = (t0 + v % n) * KC;
               if (v < 2 * n && i < g1)
-                a_next = stored_a(pr, i, std::min(MC, m1 - i), k0 + q0, std::min(KC, K - q0));
+                a_next = stored_a(pr, i, std::min(MC, m1 - i), k0 + qn, std::min(KC, K - qn));
             }
             // Kept A blocks come from L3 or memory: fetch the next one while this one computes
             // (the loops' order: K blocks of the chunk, MC blocks of the group, chunks, groups,
