@@ -932,14 +932,37 @@ TEST(Gemm, Bf16PairsDecode) {
       }
 }
 
+// A case of the decode kernels' tests (PanelDecode, ShortRowsDecode): exact on small integers; with
+// two threads and stages, also random values, and alpha / beta with a bf16 C. Leading dimensions
+// are padded by 3 where n = 13.
+void run_decode_case(Isa isa, DType at, DType bt, std::int64_t m, std::int64_t n, std::int64_t k,
+                     int threads, int stages, int split_k) {
+  Case c{};
+  c.isa = isa;
+  c.at = at, c.bt = bt;
+  c.path = Path::decode;
+  c.m = m, c.n = n, c.k = k;
+  c.threads = threads;
+  c.stages = stages;
+  c.pad = n == 13 ? 3 : 0;
+  c.split_k = split_k;
+  c.ints = true;
+  run_case(c);
+  if (threads == 1 || stages == 1) return;
+  c.ints = false;
+  run_case(c);
+  c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
+  run_case(c);
+}
+
 // fp32, bf16 and fp16 W with 5-8 rows of A (AVX2: 3-8) and K >= 384 (AVX2's 16-bit W: K >= 128)
-// on the decode path: A packed
-// into a panel, W converted as loaded, three W rows at a time against all rows of A in one pass
-// (AVX-512) or in passes of 4 rows (AVX2) (bf16 x bf16: as bf16 pairs where the CPU has
-// AVX512-BF16, K 32 values a step; panel_shape). M 2 and 4 (AVX-512) and 9 and K 383 border it on
-// the 4 x 4 blocks. N: tiles of 3 with tails of 1 and 2 in each thread's range; K: the partial last
-// vector (K % 16 != 0), split-K slices (1553 in 3: slices of 640, 640 and 273, the last on the
-// blocks); K in chunks of packed A (1553: 784 + 769 in fp32; 2100: 704 + 704 + 692 in fp32, 1056
+// on the decode path: A packed into a panel, W converted as loaded, three W rows at a time against
+// all rows of A in one pass (AVX-512) or in passes of 4 rows (AVX2) (bf16 x bf16: as bf16 pairs
+// where the CPU has AVX512-BF16, K 32 values a step; panel_shape). M 2 and 4 (AVX-512) and 9 and K
+// 383 border it on the 4 x 4 blocks (AVX-512, K 128: the short rows, ShortRowsDecode). N: tiles of
+// 3 with tails of 1 and 2 in each thread's range; K: the partial last vector (K % 16 != 0), split-K
+// slices (1553 in 3: slices of 640, 640 and 273, the last on the blocks); K in chunks of packed A
+// (1553: 784 + 769 in fp32; 2100: 704 + 704 + 692 in fp32, 1056
 // + 1044 on bf16 pairs, tails in the last chunk, the later chunks' sums added to the earlier
 // ones'); stages 1 (no prefetch) and 2; exact on small integers, random values, alpha / beta with
 // a bf16 C, padded leading dimensions. fp32 x fp32, fp32 A with bf16 W, fp16 x fp16 and bf16 x
@@ -1001,23 +1024,31 @@ TEST(Gemm, PanelDecode) {
                 if ((k == 128 || k == 200) && (bt == DType::f32 || n == 13)) continue;
                 if (bt != DType::f32 && (m == 6 || m == 7 || n == 5)) continue;
                 if (k == 2100 && (n == 2 || n == 5 || m == 4 || m == 9)) continue;
-                Case c{};
-                c.isa = isa;
-                c.at = at, c.bt = bt;
-                c.path = Path::decode;
-                c.m = m, c.n = n, c.k = k;
-                c.threads = threads;
-                c.stages = stages;
-                c.pad = n == 13 ? 3 : 0;
-                c.split_k = k == 1553 && threads == 2 ? 3 : 0;
-                c.ints = true;
-                run_case(c);
-                if (threads == 1 || stages == 1) continue;
-                c.ints = false;
-                run_case(c);
-                c.alpha = 0.5f, c.beta = 0.25f, c.ct = DType::bf16;
-                run_case(c);
+                run_decode_case(isa, at, bt, m, n, k, threads, stages,
+                                k == 1553 && threads == 2 ? 3 : 0);
               }
+}
+
+// The decode path's short rows (Stream::short_decode, AVX-512: K a whole number of vectors up to
+// 256, at most 8 rows of A, fp32 W from 3 rows): A's rows in one block of 1-4 rows or two blocks
+// (5-8; 9 leaves the short rows), W's rows in groups of four with tails of 1-3 in each thread's
+// range, the group ahead fetched (stages 2) or not (stages 1), K one vector (16) to 256 and past
+// it (272: the 4 x 4 blocks); exact on small integers, random values, alpha / beta with a bf16 C,
+// padded leading dimensions. fp32, bf16 and fp16 W with fp32 A, and fp16 x fp16.
+TEST(Gemm, ShortRowsDecode) {
+  const std::pair<DType, DType> types[] = {{DType::f32, DType::f32},
+                                           {DType::f32, DType::bf16},
+                                           {DType::f32, DType::f16},
+                                           {DType::f16, DType::f16}};
+  for (Isa isa : isas())
+    for (const auto& [at, bt] : types)
+      for (std::int64_t m : {1, 2, 3, 4, 5, 8, 9})
+        for (std::int64_t n : {3, 4, 13, 130})
+          for (std::int64_t k : {16, 128, 256, 272})
+            for (int threads : {1, 2}) {
+              if (isa == Isa::scalar) continue;
+              run_decode_case(isa, at, bt, m, n, k, threads, threads, 0);  // 1: no fetch ahead
+            }
 }
 
 namespace {
@@ -2464,9 +2495,9 @@ TEST(Gemm, NanInfPropagate) {
         // m = 6, k = 410: fp32 on AVX-512 takes the decode path's one-pass panel kernel. The
         // NaN lies in the last, partial vector of K.
         // m = 7, k = 131: the direct path's k-pairs kernel with an odd K, the Inf in its last
-        // value (read alone).
+        // value (read alone). m = 4, k = 128: fp32 on AVX-512 takes the decode path's short rows.
         for (const auto& [m, k] :
-             {std::pair<std::int64_t, std::int64_t>{9, 140}, {6, 410}, {7, 131}}) {
+             {std::pair<std::int64_t, std::int64_t>{9, 140}, {6, 410}, {7, 131}, {4, 128}}) {
           SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(path_name(path)) + " " +
                        std::string(dtype_name(t)) + " m=" + std::to_string(m));
           if (t != DType::f32 && k > 256) continue;  // the scales below cover two blocks

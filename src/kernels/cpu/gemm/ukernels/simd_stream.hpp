@@ -502,8 +502,117 @@ struct Stream {
     return true;
   }
 
+  // ---- short rows ----
+  // W rows of at most kShortMaxK values (attention's products at decode: K = 128) against at most
+  // kShortMaxM rows of A, on AVX-512 (S::kShortRows), K a whole number of vectors, no fp8 (block
+  // scales, NaN codes). The 4 x 4 blocks (block()) spend more of such a row's time on what
+  // surrounds its few steps than on the steps: per group of W rows a pipeline tile, the row and
+  // prefetch pointers (more than the integer registers: GCC keeps them in vector registers), and
+  // four hsum4 trees. short_decode runs every group in one loop instead: A's rows packed
+  // interleaved a step at a time (one pointer), the group's sixteen sums in one tree (hsum16), and
+  // the group `ahead` rows on fetched a share of its lines a step (batched 256 x (4 x 2048 x 128)
+  // fp16: 1.8x). fp32 W with one or two rows of A keeps the rows in address order (row_order):
+  // on the short rows 2 x 65536 x 64 ran 0.76x.
+  static constexpr std::int64_t kShortMaxK = 256, kShortMaxM = 2 * MB;
+  // The fetch runs this many bytes of W ahead per pipeline stage beyond the first (three batched
+  // K = 128 products, geomean against 8 KiB: 4 KiB 0.86x, 16 KiB 0.95x, 32 KiB 0.92x).
+  static constexpr std::int64_t kShortAheadBytes = 8 * 1024;
+
+  template <DType T>
+  static bool short_rows(const DecodeArgs& g) {
+    if constexpr (!S::kShortRows || T == DType::fp8) return false;
+    return g.k > 0 && g.k % L == 0 && g.k <= kShortMaxK && g.m <= kShortMaxM &&
+           (T != DType::f32 || g.m > 2);
+  }
+
+  // Rows [i0, i0 + MBc) of A (packed: ap[(s MBc + i) L + l] = A(i0 + i, s L + l)) against the W
+  // rows `rows` (nb of them valid) over all of K; with `pf`, the lines [s per_step, (s + 1)
+  // per_step) of the group at pf (line l: row l % NB, bytes 64 (l / NB) on) with step s.
+  template <DType T, int MBc>
+  static void short_block(const DecodeArgs& g, const float* ap, std::int64_t i0, std::int64_t j0,
+                          int nb, const std::byte* const (&rows)[NB], const char* pf,
+                          std::int64_t pf_ld, std::int64_t lines, std::int64_t per_step) {
+    static_assert(NB == 4 && MBc <= 4, "one hsum16 tree: 4 x 4 sums");
+    V acc[4][NB];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) acc[i][j] = S::zero();
+    const std::int64_t steps = g.k / L;
+    std::int64_t line = 0;
+#pragma GCC unroll 2
+    for (std::int64_t s = 0; s < steps; ++s) {
+      if (pf != nullptr)
+        for (std::int64_t e = line + per_step; line < e && line < lines; ++line)
+          prefetch_line(pf + (line % NB) * pf_ld + (line / NB) * 64);
+      V w[NB];
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) w[j] = vec<T>(rows[j], s * L);
+#pragma GCC unroll 4
+      for (int i = 0; i < MBc; ++i) {
+        const V a = S::load(ap + (s * MBc + i) * L);
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) acc[i][j] = S::fma(a, w[j], acc[i][j]);
+      }
+    }
+    S::store_sums16(S::hsum16(acc[0][0], acc[0][1], acc[0][2], acc[0][3], acc[1][0], acc[1][1],
+                              acc[1][2], acc[1][3], acc[2][0], acc[2][1], acc[2][2], acc[2][3],
+                              acc[3][0], acc[3][1], acc[3][2], acc[3][3]),
+                    MBc, nb, g.out + i0 * g.ldo + (j0 - g.n0), g.ldo);
+  }
+
+  template <DType T>
+  static void short_decode(const DecodeArgs& g) {
+    const std::int64_t steps = g.k / L, es = esize<T>(), ld = g.ldw * es;
+    // A in blocks of MB rows, each packed interleaved (short_block).
+    alignas(64) float ap[kShortMaxM * kShortMaxK];
+    const std::int64_t blocks = (g.m + MB - 1) / MB;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t r = std::min<std::int64_t>(MB, g.m - b * MB);
+      for (std::int64_t s = 0; s < steps; ++s)
+        for (std::int64_t i = 0; i < r; ++i)
+          S::store(ap + b * MB * g.k + (s * r + i) * L,
+                   S::load(g.a + (b * MB + i) * g.lda + s * L));
+    }
+    // The group `ahead` rows on (whole groups; --stages 1: none), NB rows of ceil(K es / 64)
+    // lines, a share with each step.
+    const std::int64_t ahead =
+        g.stages > 1
+            ? NB * std::max<std::int64_t>(1, kShortAheadBytes * (g.stages - 1) / (NB * g.k * es))
+            : 0;
+    const std::int64_t lines = NB * ((g.k * es + 63) / 64), per_step = (lines + steps - 1) / steps;
+    const auto* w = static_cast<const std::byte*>(g.w);
+    for (std::int64_t j0 = g.n0; j0 < g.n1; j0 += NB) {
+      const int nb = static_cast<int>(std::min<std::int64_t>(NB, g.n1 - j0));
+      const std::byte* rows[NB];
+      for (int j = 0; j < NB; ++j) rows[j] = w + (j0 + std::min(j, nb - 1)) * ld;
+      const char* pf = ahead > 0 && j0 + ahead + NB <= g.n1
+                           ? reinterpret_cast<const char*>(w + (j0 + ahead) * ld)
+                           : nullptr;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const float* apb = ap + b * MB * g.k;
+        const char* pfb = b == 0 ? pf : nullptr;  // the other blocks read the group from L1
+        switch (std::min<std::int64_t>(MB, g.m - b * MB)) {
+          case 1:
+            short_block<T, 1>(g, apb, b * MB, j0, nb, rows, pfb, ld, lines, per_step);
+            break;
+          case 2:
+            short_block<T, 2>(g, apb, b * MB, j0, nb, rows, pfb, ld, lines, per_step);
+            break;
+          case 3:
+            short_block<T, 3>(g, apb, b * MB, j0, nb, rows, pfb, ld, lines, per_step);
+            break;
+          default:
+            short_block<T, 4>(g, apb, b * MB, j0, nb, rows, pfb, ld, lines, per_step);
+        }
+      }
+    }
+  }
+
   template <DType T>
   static void decode_typed(const DecodeArgs& g0) {
+    if constexpr (S::kShortRows && T != DType::fp8)
+      if (short_rows<T>(g0)) return short_decode<T>(g0);
     DecodeArgs g = g0;
     // fp8 with one or two rows of A and at least kScaleMinRows W rows (against which the pass over
     // A is small): A scaled (scale_a), after the accumulators in scratch.
