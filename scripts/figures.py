@@ -29,7 +29,7 @@ RECORD = [
      "docs/results/quick-zen4-avx512-2026-12-04.json"),
     ("quick suite (60 ops), AVX2 kernels", "Zen 4 EPYC guest",
      "docs/results/quick-zen4-avx2-2026-12-04.json"),
-    ("quick suite (60 ops)", "Zen 5 EPYC guest", "docs/results/quick-zen5-2026-12-07.json"),
+    ("quick suite (60 ops)", "Zen 5 EPYC guest", "docs/results/quick-zen5-2026-12-08.json"),
     ("large fp32 GEMMs (2048^3 and 3 prefill shapes)", "Zen 4 EPYC guest",
      "docs/results/large-zen4-avx512-2026-12-03.json"),
     ("large fp32 GEMMs, AVX2 kernels", "Zen 4 EPYC guest",
