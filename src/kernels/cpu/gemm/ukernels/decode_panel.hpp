@@ -282,17 +282,23 @@ void decode_panel(const DecodeArgs& g) {
   }
 }
 
+// run.template operator()<Route<T>>() for W's dtype T of an fp32 route: fp32, bf16 or fp16.
+template <template <DType> class Route, class Run>
+void with_fp32_route(DType w, Run&& run) {
+  switch (w) {
+    case DType::bf16:
+      return run.template operator()<Route<DType::bf16>>();
+    case DType::f16:
+      return run.template operator()<Route<DType::f16>>();
+    default:
+      return run.template operator()<Route<DType::f32>>();
+  }
+}
+
 // The fp32 routes' kernel for W of any of their dtypes: Route<T> for fp32, bf16 and fp16 W.
 template <template <DType> class Route>
 void decode_panel_fp32_route(const DecodeArgs& g) {
-  switch (g.w_type) {
-    case DType::bf16:
-      return decode_panel<Route<DType::bf16>>(g);
-    case DType::f16:
-      return decode_panel<Route<DType::f16>>(g);
-    default:
-      return decode_panel<Route<DType::f32>>(g);
-  }
+  with_fp32_route<Route>(g.w_type, [&]<class P>() { decode_panel<P>(g); });
 }
 
 }  // namespace

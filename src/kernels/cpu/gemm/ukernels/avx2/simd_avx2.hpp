@@ -236,8 +236,7 @@ struct Avx2Load : Avx2 {
     return _mm256_movemask_epi8(_mm256_cmpeq_epi8(acc, _mm256_set1_epi8(0x7f))) != 0;
   }
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
-  static constexpr int kDecodeMB = 2;        // A rows per register tile in the decode kernel
-  static constexpr bool kShortRows = false;  // Stream::short_rows: AVX-512 only (hsum16)
+  static constexpr int kDecodeMB = 2;  // A rows per register tile in the decode kernel
   // Stream::row_order for one row of A only (from 4 rows of A each W vector's A loads cost more
   // than the single stream saves).
   static constexpr int kRowOrderMaxMB = 1;

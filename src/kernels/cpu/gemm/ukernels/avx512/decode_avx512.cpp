@@ -55,7 +55,11 @@ struct Fp32Route : Avx512Panel {
 }  // namespace
 
 void decode_avx512(const DecodeArgs& args) {
-  // The panel kernel reads W once for all rows of A where the 4 x 4 blocks take two passes.
+  // The short rows and the panel kernel read W once for all rows of A where the 4 x 4 blocks take
+  // two passes.
+  if (args.w_type != DType::fp8 &&
+      decodes_short(args.m, args.k, 16, args.w_type == DType::f32 ? 3 : 1))
+    return with_fp32_route<Fp32Route>(args.w_type, [&]<class P>() { decode_short<P>(args); });
   if (panel_shape(args.w_type, args.m, args.k)) return decode_panel_fp32_route<Fp32Route>(args);
   Stream<Avx512Load>::decode(args);
 }

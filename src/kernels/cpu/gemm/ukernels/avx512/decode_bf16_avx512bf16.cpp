@@ -56,6 +56,7 @@ struct Bf16Pairs : Avx512Panel {
 }  // namespace
 
 void decode_bf16_pairs_avx512bf16(const DecodeArgs& g) {
+  if (decodes_short(g.m, g.k, Bf16Pairs::kStep, 3)) return decode_short<Bf16Pairs>(g);
   if (panel_shape(DType::bf16, g.m, g.k)) return decode_panel<Bf16Pairs>(g);
   pairs_decode(g, Bf16Source{});
 }

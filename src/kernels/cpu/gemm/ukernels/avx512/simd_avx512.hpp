@@ -239,16 +239,6 @@ struct Avx512Load : Avx512 {
   }
   static float f16_scalar(std::uint16_t h) { return _cvtsh_ss(h); }
   static constexpr int kDecodeMB = 4;
-  // Stream::short_rows: a 4 x 4 block's sums in one tree (hsum16).
-  static constexpr bool kShortRows = true;
-  // hsum16's lanes 4 i + j (the sums (i, j)) into out[i * ldo + j], i < rows, j < cols.
-  static void store_sums16(V r, int rows, int cols, float* out, std::int64_t ldo) {
-    const auto live = static_cast<__mmask8>((1u << cols) - 1);
-    _mm_mask_storeu_ps(out, live, _mm512_extractf32x4_ps(r, 0));
-    if (rows > 1) _mm_mask_storeu_ps(out + ldo, live, _mm512_extractf32x4_ps(r, 1));
-    if (rows > 2) _mm_mask_storeu_ps(out + 2 * ldo, live, _mm512_extractf32x4_ps(r, 2));
-    if (rows > 3) _mm_mask_storeu_ps(out + 3 * ldo, live, _mm512_extractf32x4_ps(r, 3));
-  }
   // Short fp32 rows of W read one row after another up to this many rows of A a block
   // (Stream::row_order; M = 8 runs as two blocks of 4).
   static constexpr int kRowOrderMaxMB = 4;
