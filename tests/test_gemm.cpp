@@ -1031,12 +1031,12 @@ TEST(Gemm, PanelDecode) {
 
 // The decode path's short rows (decode_short, AVX-512: K a whole number of vectors up to 256, at
 // most 8 rows of A, fp32 W and bf16 pairs from 3 rows): A's rows in one block of 1-4 rows or two
-// blocks (5-8; 9 leaves the short rows), W's rows in groups of four with tails of 1-3 in each
-// thread's range, the group ahead fetched (stages 2) or not (stages 1), K one vector (16; bf16
-// pairs: 32 values, so 16 leaves them) to 256 and past it (272: the 4 x 4 blocks); exact on small
-// integers, random values, alpha / beta with a bf16 C, padded leading dimensions. fp32, bf16 and
-// fp16 W with fp32 A, fp16 x fp16 (the fp32 route), and bf16 x bf16 (bf16 pairs where the CPU has
-// AVX512-BF16).
+// blocks (5-8; 9 leaves the short rows), W's rows in groups of four with a last group of 1-3 rows
+// (N 3, 13, 130; the threads split N in whole groups), the group ahead fetched (stages 2) or not
+// (stages 1), K one vector (16; bf16 pairs: 32 values, so 16 leaves them) to 256 and past it (272:
+// the 4 x 4 blocks); exact on small integers, random values, alpha / beta with a bf16 C, padded
+// leading dimensions. fp32, bf16 and fp16 W with fp32 A, fp16 x fp16 (the fp32 route), and bf16 x
+// bf16 (bf16 pairs where the CPU has AVX512-BF16).
 TEST(Gemm, ShortRowsDecode) {
   const std::pair<DType, DType> types[] = {{DType::f32, DType::f32},
                                            {DType::f32, DType::bf16},
